@@ -1,0 +1,49 @@
+// Workspace — caller-owned scratch memory for one thread's predictions.
+//
+// A model asks for the floats a call needs (`reserve`), which allocates only when the
+// workspace has never seen a call that large; it then carves aligned slices with `take`.
+// After warm-up with the largest batch, prediction therefore never touches the heap.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "tempo/core/aligned_buffer.hpp"
+#include "tempo/core/error.hpp"
+
+namespace tempo {
+
+class Workspace {
+public:
+    // Slices are rounded up to whole cache lines so each one starts aligned.
+    static constexpr std::size_t kSliceFloats = kAlignment / sizeof(float);
+
+    static constexpr std::size_t rounded(std::size_t floats) {
+        return (floats + kSliceFloats - 1) / kSliceFloats * kSliceFloats;
+    }
+
+    // Makes room for `floats` floats (as a sum of `rounded` slices) and forgets old slices.
+    void reserve(std::size_t floats) {
+        if (floats > buffer_.size()) buffer_ = AlignedBuffer<float>(floats);
+        used_ = 0;
+    }
+
+    float* take(std::size_t floats) {
+        std::size_t n = rounded(floats);
+        if (n > buffer_.size() - used_)
+            throw Error("workspace", "slice of " + std::to_string(floats) +
+                                         " floats exceeds the reserved " +
+                                         std::to_string(buffer_.size()) + " (a model bug)");
+        float* p = buffer_.data() + used_;
+        used_ += n;
+        return p;
+    }
+
+    std::size_t capacity() const noexcept { return buffer_.size(); }
+
+private:
+    AlignedBuffer<float> buffer_;
+    std::size_t used_ = 0;
+};
+
+} // namespace tempo
