@@ -247,6 +247,12 @@ def validate(doc, filename=None):
     return errs
 
 
+def is_tenset_winograd(op, p):
+    """Tenset's x86 strategy picks Winograd NHWC for fp32 3x3 s1 d1 convs with 64 < K < 512."""
+    return (op == "conv2d_nhwc" and p["R"] == 3 and p["S"] == 3 and p["stride"] == [1, 1]
+            and p["dilation"] == [1, 1] and p["groups"] == 1 and 64 < p["K"] < 512)
+
+
 def task_key(t):
     """Identity used for deduplication: (op, params, epilogue)."""
     return (t["op"], json.dumps(t["params"], sort_keys=True), tuple(t["epilogue"]))
@@ -402,6 +408,12 @@ def report(docs, out=sys.stdout):
     print("%d networks, %d files, %d distinct tasks over all files" %
           (len(per_net), len(docs), len(all_keys)), file=out)
     print("distinct by op: " + ", ".join("%s %d" % kv for kv in sorted(by_op.items())), file=out)
+    for b in sorted(set(doc["batch"] for doc in docs.values())):
+        kb = set(task_key(t) for doc in docs.values() if doc["batch"] == b for t in doc["tasks"])
+        print("distinct tasks in the batch-%d files: %d" % (b, len(kb)), file=out)
+    wino = [k for k in all_keys if is_tenset_winograd(k[0], json.loads(k[1]))]
+    print("distinct tasks Tenset would compute with Winograd (3x3 s1 d1 g1, 64 < K < 512; "
+          "direct here): %d" % len(wino), file=out)
     print("TLP hold-out files (%s): %d distinct tasks, %d of them also occur elsewhere"
           % (", ".join(f[:-5] for f in HOLDOUT_FILES), len(holdout_keys),
              len(holdout_keys & train_keys)), file=out)
