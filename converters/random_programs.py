@@ -3,7 +3,7 @@
 Trees look like lowered loop nests: nested loop/attr nodes of varied depth and fan-out with
 buffer-store leaves (the featured leaves, in pre-order), now and then a featureless leaf
 node (an attribute statement with no node below it). Feature values are float32-exact and
-short in decimal (multiples of 1/16), so JSON stays small and parses back bit-exactly.
+short in decimal (multiples of 1/8), so JSON stays small and parses back bit-exactly.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import List, Optional
 import numpy as np
 
 DEVICE_FEATURES = 8
-_Q = 16.0  # feature quantum: values are multiples of 1/16
+_Q = 8.0  # feature quantum: values are multiples of 1/8
 
 
 @dataclass
@@ -33,7 +33,7 @@ class FeatureProfile:
 
 
 def random_profile(rng: np.random.Generator, width: int) -> FeatureProfile:
-    kind = rng.choice(4, size=width, p=[0.08, 0.25, 0.47, 0.20])
+    kind = rng.choice(4, size=width, p=[0.10, 0.25, 0.35, 0.30])
     lo = np.zeros(width)
     hi = np.zeros(width)
     for j in range(width):
