@@ -14,16 +14,39 @@ DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int
 _NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 
 
+class BFloat16:
+    """Marks a float array to be stored as BF16 (numpy has no bfloat16 dtype).
+
+    Values are rounded to nearest, ties to even, as torch does; `bits` holds the uint16 words.
+    """
+
+    def __init__(self, array):
+        f32 = np.asarray(array, dtype=np.float32)
+        f32 = np.ascontiguousarray(f32).reshape(f32.shape)
+        u32 = f32.view(np.uint32).astype(np.uint64)
+        rounded = (u32 + 0x7FFF + ((u32 >> 16) & 1)) >> 16
+        nan = np.isnan(f32)
+        self.bits = np.where(nan, (u32 >> 16) | 0x40, rounded).astype(np.uint16)
+
+    def to_float32(self):
+        return (self.bits.astype(np.uint32) << 16).view(np.float32)
+
+
 def serialize(tensors, metadata=None):
-    """Returns the bytes of a safetensors file holding `tensors` (name -> numpy array)."""
+    """Returns the bytes of a safetensors file holding `tensors` (name -> numpy array, or
+    BFloat16 for a BF16 tensor)."""
     header, chunks, offset = {}, [], 0
     if metadata:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
             raise TypeError("safetensors metadata must map str to str")
         header["__metadata__"] = dict(metadata)
     for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        dtype = _NAMES.get(array.dtype)
+        if isinstance(tensors[name], BFloat16):
+            dtype, array = "BF16", tensors[name].bits
+        else:
+            array = np.asarray(tensors[name])
+            array = np.ascontiguousarray(array).reshape(array.shape)  # keeps 0-d arrays 0-d
+            dtype = _NAMES.get(array.dtype)
         if dtype is None:
             raise TypeError(f"tensor {name}: dtype {array.dtype} is not supported")
         data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
