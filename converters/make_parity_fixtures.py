@@ -194,9 +194,19 @@ def main(argv=None) -> int:
         entries.append(entry)
         print(f"{name}: {entry['parameters']} parameters, "
               f"float32 err {entry['float32_torch_max_abs_err_transformed']:.2e}")
-    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+    # merge into an existing manifest: entries of other models stay, ours replace theirs
+    path = os.path.join(args.out, "manifest.json")
+    old = []
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f).get("models", [])
+    made = {e["name"] for e in entries}
+    order = list(_specs())
+    merged = sorted([e for e in old if e.get("name") not in made] + entries,
+                    key=lambda e: order.index(e["name"]) if e["name"] in order else len(order))
+    with open(path, "w") as f:
         json.dump({"generator": "converters/make_parity_fixtures.py",
-                   "models": entries}, f, indent=1, sort_keys=True)
+                   "models": merged}, f, indent=1, sort_keys=True)
         f.write("\n")
     return 0
 
