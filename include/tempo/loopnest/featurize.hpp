@@ -1,0 +1,465 @@
+// Ansor's 164 per-store features in the Tenset dialect, and CDMPP's compact AST (one feature
+// row per buffer store, pre-order node ids, the -1-closed tree serialization). The procedure
+// follows the feature specification (ansor_features.md, sections 1, 2 and 4) step by step,
+// quirks included, because trained models expect exactly these numbers.
+//
+// Choices where Tenset depends on hash-map order (spec section 6): slots that tie on all sort
+// keys keep access order (the stored buffer, then loads in pre-order), and unique_lines uses
+// the stored buffer's level-0 region for every buffer.
+#pragma once
+
+#include "tempo/loopnest/loop_tree.hpp"
+#include "tempo/program/compact_ast.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace tempo::loopnest {
+
+inline constexpr std::size_t kFeatureDim = 164;
+inline constexpr double kCacheLineBytes = 64.0;
+inline constexpr int kMaxBufferSlots = 5;
+
+inline double slog(double x) { return x < 0 ? -std::log2(-x + 1.0) : std::log2(x + 1.0); }
+
+struct Interval {
+    std::int64_t lo = 0, hi = 0;
+};
+
+// Bounds of an integer index expression with each var in `env[var id]` (vars not in env: 0).
+// FloorDiv/FloorMod take a positive constant divisor, as lowering produces them.
+inline Interval bound_of(const ExprNode& e, const std::vector<Interval>& env) {
+    switch (e.kind) {
+    case ExprKind::IntImm: return {e.int_value, e.int_value};
+    case ExprKind::Var: {
+        auto id = static_cast<std::size_t>(e.int_value);
+        return id < env.size() ? env[id] : Interval{0, 0};
+    }
+    case ExprKind::Add: {
+        Interval a = bound_of(*e.args[0], env), b = bound_of(*e.args[1], env);
+        return {a.lo + b.lo, a.hi + b.hi};
+    }
+    case ExprKind::Sub: {
+        Interval a = bound_of(*e.args[0], env), b = bound_of(*e.args[1], env);
+        return {a.lo - b.hi, a.hi - b.lo};
+    }
+    case ExprKind::Mul: {
+        Interval a = bound_of(*e.args[0], env), b = bound_of(*e.args[1], env);
+        std::int64_t c[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+        return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+    }
+    case ExprKind::Min:
+    case ExprKind::Max: {
+        Interval a = bound_of(*e.args[0], env), b = bound_of(*e.args[1], env);
+        if (e.kind == ExprKind::Min) return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+        return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    }
+    case ExprKind::FloorDiv:
+    case ExprKind::FloorMod: {
+        Interval a = bound_of(*e.args[0], env);
+        if (!e.args[1]->is_int_imm() || e.args[1]->int_value <= 0)
+            throw Error("loopnest bounds", "division by a non-constant or non-positive value");
+        const std::int64_t c = e.args[1]->int_value;
+        const std::int64_t qlo = detail::floor_div(a.lo, c), qhi = detail::floor_div(a.hi, c);
+        if (e.kind == ExprKind::FloorDiv) return {qlo, qhi};
+        if (qlo == qhi) return {detail::floor_mod(a.lo, c), detail::floor_mod(a.hi, c)};
+        return {0, c - 1};
+    }
+    default: throw Error("loopnest bounds", "index expression is not integer arithmetic");
+    }
+}
+
+// Ansor's syntactic "coefficient" of var v in an index expression (spec 2.2): flags shared
+// across the whole post-order walk, magic default 2.
+struct CoefficientWalk {
+    int v;
+    bool vv = false, vm = false, va = false;
+    std::int64_t c = 0;
+    void visit(const ExprNode& e) {
+        if (e.kind == ExprKind::Var) {
+            if (e.int_value == v) vv = true, c = 2;
+            return;
+        }
+        for (const Expr& a : e.args) visit(*a);
+        if (e.kind == ExprKind::Mul && vv && !va) {
+            if (e.args[0]->is_int_imm()) vm = true, c = e.args[0]->int_value;
+            else if (e.args[1]->is_int_imm()) vm = true, c = e.args[1]->int_value;
+        } else if (e.kind == ExprKind::Add && vv && !vm) {
+            va = true, c = 1;
+        }
+    }
+    std::int64_t result() const { return vv && !vm && !va ? 1 : c; }
+};
+
+namespace feature_detail {
+
+enum Acc : std::uint8_t { kRead = 0, kWrite = 1, kReadWrite = 2 };
+enum ReuseType : std::uint8_t { kLoopMultipleRead = 0, kSerialMultipleReadWrite = 1, kNoReuse = 2 };
+
+struct Touch {
+    int tensor;
+    Acc acc;
+    double size; // elements
+};
+
+struct Access {
+    int tensor;
+    Acc acc;
+    std::vector<const std::vector<Expr>*> tuples;
+};
+
+struct BufferFeature {
+    Acc acc;
+    double bytes, unique_bytes, lines, unique_lines;
+    ReuseType reuse;
+    double dis_iter, dis_bytes, ct, stride;
+};
+
+// Op counters in Ansor's group-1 order: float x7, int x7, bool, select.
+using OpCounts = std::array<double, 16>;
+enum OpSlot { kMad = 0, kAddSub, kMul, kDivMod, kCmp, kMathFunc, kOtherFunc };
+inline constexpr int kIntBase = 7, kBoolOp = 14, kSelectOp = 15;
+
+inline void count_ops(const ExprNode& e, OpCounts& c) {
+    for (const Expr& a : e.args) count_ops(*a, c);
+    const int base = (!e.args.empty() && e.args[0]->dtype == DType::Float32) ? 0 : kIntBase;
+    switch (e.kind) {
+    case ExprKind::Add:
+    case ExprKind::Sub: c[base + kAddSub] += 1; break;
+    case ExprKind::Mul: c[base + kMul] += 1; break;
+    case ExprKind::Div:
+    case ExprKind::FloorDiv:
+    case ExprKind::FloorMod: c[base + kDivMod] += 1; break;
+    case ExprKind::Min:
+    case ExprKind::Max:
+    case ExprKind::EQ:
+    case ExprKind::NE:
+    case ExprKind::LT:
+    case ExprKind::LE:
+    case ExprKind::GT:
+    case ExprKind::GE: c[base + kCmp] += 1; break;
+    case ExprKind::And:
+    case ExprKind::Or:
+    case ExprKind::Not: c[kBoolOp] += 1; break;
+    case ExprKind::Select: c[kSelectOp] += 1; break;
+    case ExprKind::IfThenElse:
+    case ExprKind::Call:
+        c[(e.dtype == DType::Float32 ? 0 : kIntBase) + kMathFunc] += 1;
+        break;
+    default: break;
+    }
+}
+
+inline void collect_accesses(const ExprNode& e, std::vector<Access>& acc) {
+    if (e.kind == ExprKind::Load) {
+        const int t = static_cast<int>(e.int_value);
+        auto it = std::find_if(acc.begin(), acc.end(), [&](const Access& a) { return a.tensor == t; });
+        if (it == acc.end()) acc.push_back(Access{t, kRead, {&e.args}});
+        else if (it->acc == kWrite) it->acc = kReadWrite;
+        else if (it->acc == kRead) it->tuples.push_back(&e.args);
+    }
+    for (const Expr& a : e.args) collect_accesses(*a, acc);
+}
+
+} // namespace feature_detail
+
+// Walks a lowered program once and produces its compact AST.
+class Featurizer {
+public:
+    explicit Featurizer(const LoweredProgram& program) : prog_(program) {
+        int max_var = 0;
+        scan_vars(program.root, max_var);
+        env_.assign(static_cast<std::size_t>(max_var) + 1, Interval{});
+    }
+
+    CompactAst run() {
+        ast_ = CompactAst{};
+        ast_.feature_dim = kFeatureDim;
+        next_id_ = 0;
+        touch_.clear();
+        visit(prog_.root);
+        return std::move(ast_);
+    }
+
+private:
+    struct LoopFrame {
+        const LoopNode* node;
+        std::size_t serial; // index into touch_
+    };
+
+    static void scan_vars(const LoopNode& n, int& max_var) {
+        if (n.kind == NodeKind::For) max_var = std::max(max_var, n.var);
+        for (const auto& c : n.children) scan_vars(c, max_var);
+    }
+
+    void visit(const LoopNode& n) {
+        const bool has_node = n.kind != NodeKind::Seq;
+        std::int32_t id = -1;
+        if (has_node) {
+            id = next_id_++;
+            ast_.tree.push_back(id);
+        }
+        switch (n.kind) {
+        case NodeKind::For: {
+            loops_.push_back(LoopFrame{&n, touch_.size()});
+            touch_.emplace_back();
+            for (const auto& c : n.children) visit(c);
+            loops_.pop_back();
+            break;
+        }
+        case NodeKind::Attr: {
+            const std::int64_t saved = auto_unroll_;
+            if (n.attr_key == kPragmaAutoUnroll) auto_unroll_ = n.attr_value;
+            for (const auto& c : n.children) visit(c);
+            auto_unroll_ = saved;
+            break;
+        }
+        case NodeKind::Store:
+            ast_.leaf_ids.push_back(id);
+            store_features(n);
+            break;
+        default:
+            for (const auto& c : n.children) visit(c);
+        }
+        if (has_node) ast_.tree.push_back(-1);
+    }
+
+    void store_features(const LoopNode& s);
+
+    const LoweredProgram& prog_;
+    CompactAst ast_;
+    std::int32_t next_id_ = 0;
+    std::vector<LoopFrame> loops_;
+    std::vector<std::vector<feature_detail::Touch>> touch_; // per loop, in visit order
+    std::vector<Interval> env_;
+    std::int64_t auto_unroll_ = 0;
+};
+
+inline void Featurizer::store_features(const LoopNode& s) {
+    using namespace feature_detail;
+    const int n = static_cast<int>(loops_.size());
+    const double elem = 4.0; // float32 only
+    double P = 1;
+    for (const auto& l : loops_) P *= static_cast<double>(l.node->extent);
+
+    OpCounts counts{};
+    count_ops(*s.value, counts);
+    double flops_per_iter = 0;
+    for (int k = 0; k < kIntBase; ++k) flops_per_iter += counts[k];
+
+    std::vector<Access> acc;
+    acc.push_back(Access{s.tensor, kWrite, {&s.indices}});
+    collect_accesses(*s.value, acc);
+
+    // Touched regions, level by level from the innermost loop outward (spec 1).
+    std::vector<double> log_k, log_m; // innermost first
+    std::vector<std::int64_t> stored_region0;
+    for (const auto& l : loops_) env_[l.node->var] = Interval{0, 0};
+    double k_prod = flops_per_iter;
+    for (int i = n - 1; i >= 0; --i) {
+        const LoopNode& loop = *loops_[i].node;
+        env_[loop.var] = Interval{0, loop.extent - 1};
+        auto& table = touch_[loops_[i].serial];
+        double mem = 0;
+        for (const Access& a : acc) {
+            const auto& shape = prog_.tensors[a.tensor].shape;
+            double size = 1;
+            for (std::size_t d = 0; d < shape.size(); ++d) {
+                std::int64_t lo = 0, hi = 0;
+                bool first = true;
+                for (const auto* tuple : a.tuples) {
+                    Interval b = bound_of(*(*tuple)[d], env_);
+                    lo = first ? b.lo : std::min(lo, b.lo);
+                    hi = first ? b.hi : std::max(hi, b.hi);
+                    first = false;
+                }
+                size *= static_cast<double>(hi - lo + 1);
+                if (i == 0 && a.tensor == s.tensor) stored_region0.push_back(hi - lo + 1);
+            }
+            table.push_back(Touch{a.tensor, a.acc, size});
+            mem += size * elem;
+        }
+        k_prod *= static_cast<double>(loop.extent);
+        log_m.push_back(std::log2(mem));
+        log_k.push_back(k_prod > 0 ? std::log2(k_prod) : -INFINITY);
+    }
+
+    auto var_in_access = [](const Access& a, int v) {
+        for (const auto* tuple : a.tuples)
+            for (const Expr& e : *tuple)
+                if (uses_var(e, v)) return true;
+        return false;
+    };
+
+    std::vector<BufferFeature> feats;
+    feats.reserve(acc.size());
+    for (const Access& a : acc) {
+        const auto& shape = prog_.tensors[a.tensor].shape;
+        BufferFeature f{};
+        f.acc = a.acc;
+        f.bytes = P * elem;
+        f.unique_bytes = elem;
+        if (n > 0) {
+            for (const Touch& t : touch_[loops_[0].serial])
+                if (t.tensor == a.tensor) {
+                    f.unique_bytes = t.size * elem;
+                    break;
+                }
+        }
+        // Stride and lines (with the innermost-extent `rr` quirk).
+        auto compute_stride = [&](int v) {
+            std::int64_t best = 0;
+            bool found = false;
+            for (const auto* tuple : a.tuples) {
+                std::int64_t shape_stride = 1;
+                for (int d = static_cast<int>(tuple->size()) - 1; d >= 0; --d) {
+                    CoefficientWalk w{v};
+                    w.visit(*(*tuple)[d]);
+                    if (w.vv) {
+                        std::int64_t cand = std::abs(w.result()) * shape_stride;
+                        best = found ? std::min(best, cand) : cand;
+                        found = true;
+                        break;
+                    }
+                    shape_stride *= shape[d];
+                }
+            }
+            return found ? best : 0;
+        };
+        std::int64_t stride = 0;
+        double rr = 1;
+        int i = n - 1;
+        for (; i >= 0; --i) {
+            stride = compute_stride(loops_[i].node->var);
+            if (stride != 0) break;
+            rr *= static_cast<double>(loops_[n - 1].node->extent);
+        }
+        f.lines = std::max(1.0, P / rr * std::min(1.0, static_cast<double>(stride) * elem /
+                                                         kCacheLineBytes));
+        f.stride = (i == n - 1) ? static_cast<double>(stride) : 0.0;
+        double ncont = elem;
+        for (int d = static_cast<int>(std::min(stored_region0.size(), shape.size())) - 1; d >= 0;
+             --d) {
+            if (stored_region0[d] == shape[d]) {
+                ncont *= static_cast<double>(stored_region0[d]);
+                break;
+            }
+        }
+        f.unique_lines = std::max(1.0, f.unique_bytes / std::min(ncont, kCacheLineBytes));
+
+        // Reuse (Tenset rule).
+        double dis_iter = 1, dis_bytes = -1, ct = 1;
+        bool phase_b = false, decided = false;
+        for (int li = n - 1; li >= 0 && !decided; --li) {
+            const auto& table = touch_[loops_[li].serial];
+            const double ext = static_cast<double>(loops_[li].node->extent);
+            const bool touches = var_in_access(a, loops_[li].node->var);
+            if (!phase_b) {
+                if (touches) {
+                    dis_iter *= ext;
+                    dis_bytes = 0;
+                    for (const Touch& t : table) dis_bytes += t.size * elem;
+                } else {
+                    if (dis_bytes < 0) dis_bytes = static_cast<double>(table.size()) * elem;
+                    phase_b = true;
+                    ct *= ext;
+                }
+            } else {
+                if (touches) {
+                    f.reuse = kLoopMultipleRead, f.dis_iter = dis_iter, f.dis_bytes = dis_bytes,
+                    f.ct = ct, decided = true;
+                    break;
+                }
+                ct *= ext;
+            }
+            int same = 0;
+            double min_size = 0, read_bytes = 0;
+            for (const Touch& t : table) {
+                if (t.tensor == a.tensor) min_size = same++ ? std::min(min_size, t.size) : t.size;
+                if (t.acc == kRead) read_bytes += t.size * elem;
+            }
+            if (same >= 2) {
+                double outer = 1;
+                for (int j = 0; j <= li; ++j) outer *= static_cast<double>(loops_[j].node->extent);
+                f.reuse = kSerialMultipleReadWrite, f.dis_iter = min_size / ext,
+                f.dis_bytes = read_bytes / ext, f.ct = outer, decided = true;
+            }
+        }
+        if (!decided) {
+            if (phase_b)
+                f.reuse = kLoopMultipleRead, f.dis_iter = dis_iter, f.dis_bytes = dis_bytes,
+                f.ct = ct;
+            else f.reuse = kNoReuse, f.dis_iter = 0, f.dis_bytes = 0, f.ct = 0;
+        }
+        feats.push_back(f);
+    }
+    std::stable_sort(feats.begin(), feats.end(), [](const BufferFeature& x, const BufferFeature& y) {
+        if (x.dis_bytes != y.dis_bytes) return x.dis_bytes < y.dis_bytes;
+        if (x.unique_bytes != y.unique_bytes) return x.unique_bytes < y.unique_bytes;
+        if (x.unique_lines != y.unique_lines) return x.unique_lines < y.unique_lines;
+        return x.acc < y.acc;
+    });
+
+    // Encoding.
+    const std::size_t row = ast_.features.size();
+    ast_.features.resize(row + kFeatureDim, 0.0f);
+    float* out = ast_.features.data() + row;
+    auto put = [&](int idx, double v) { out[idx] = static_cast<float>(v); };
+    for (int k = 0; k < 16; ++k)
+        if (k != kMad && k != kIntBase + kMad) put(k, slog(counts[k] * P));
+    int base = 16;
+    for (ForKind kind : {ForKind::Vectorized, ForKind::Unrolled, ForKind::Parallel}) {
+        int num = 0;
+        double prod = 1, len = 0;
+        for (const auto& l : loops_)
+            if (l.node->for_kind == kind) ++num, prod *= l.node->extent, len = l.node->extent;
+        put(base, slog(num));
+        put(base + 1, num ? slog(prod) : 0.0);
+        put(base + 2, num ? slog(len) : 0.0);
+        put(base + 3 + (num ? 7 : 0), 1.0); // kPosMixed when annotated, else kPosNone
+        base += 11;
+    }
+    for (int k = 50; k <= 56; ++k) put(k, 1.0); // CPU: thread lengths default to 1 → slog 1
+    for (std::size_t slot = 0; slot < feats.size() && slot < kMaxBufferSlots; ++slot) {
+        const BufferFeature& f = feats[slot];
+        const int o = 57 + 18 * static_cast<int>(slot);
+        put(o + f.acc, 1.0);
+        put(o + 3, slog(f.bytes));
+        put(o + 4, slog(f.unique_bytes));
+        put(o + 5, slog(f.lines));
+        put(o + 6, slog(f.unique_lines));
+        put(o + 7 + f.reuse, 1.0);
+        put(o + 10, slog(f.dis_iter));
+        put(o + 11, slog(f.dis_bytes));
+        put(o + 12, slog(f.ct));
+        const double xs[4] = {f.bytes, f.unique_bytes, f.lines, f.unique_lines};
+        for (int k = 0; k < 4; ++k) put(o + 13 + k, slog(f.ct > 0.5 ? xs[k] / f.ct : xs[k] * 2));
+        put(o + 17, slog(f.stride));
+    }
+    if (flops_per_iter > 0 && n > 0) {
+        std::size_t pt = 0;
+        const double c_last = log_k.back();
+        for (int s_i = 0; s_i < 10; ++s_i) {
+            const double x = c_last * (s_i + 1) / 10.0;
+            while (log_k[pt] < x - 1e-4) ++pt;
+            double v;
+            if (pt == 0) {
+                v = log_k[0] / log_m[0];
+            } else {
+                const double r0 = log_k[pt - 1] / log_m[pt - 1], r1 = log_k[pt] / log_m[pt];
+                v = r0 + (r1 - r0) / (log_k[pt] - log_k[pt - 1]) * (x - log_k[pt - 1]);
+            }
+            put(147 + s_i, v);
+        }
+    }
+    put(161, slog(P));
+    put(162, slog(n));
+    put(163, slog(static_cast<double>(auto_unroll_)));
+}
+
+inline CompactAst featurize(const LoweredProgram& program) { return Featurizer(program).run(); }
+
+} // namespace tempo::loopnest
