@@ -362,7 +362,12 @@ TEST_CASE("writer: escaping and round trip") {
     std::string out;
     tempo::json::write_number(out, 0.1);
     CHECK(out == "0.1");
+    out.clear();
+    tempo::json::write_number(out, 0.1f);
+    CHECK(out == "0.1");
     CHECK_THROWS_AS(tempo::json::write_number(out, std::nan("")), tempo::Error);
+    CHECK_THROWS_AS(tempo::json::write_number(out, -HUGE_VALF), tempo::Error);
+    CHECK(error_of([] { Value(HUGE_VAL).as_int64(); }) == "expected an integer, got inf");
 
     const std::string text = R"({"a":[1,-2,0.5,1e+300,true,false,null],"b":{"c":"\u00e9\n"},)"
                              R"("big":18446744073709551615,"min":-9223372036854775808})";
@@ -371,7 +376,16 @@ TEST_CASE("writer: escaping and round trip") {
     CHECK(dumped == "{\"a\":[1,-2,0.5,1e+300,true,false,null],\"b\":{\"c\":\"\xC3\xA9\\n\"},"
                     "\"big\":18446744073709551615,\"min\":-9223372036854775808}");
     CHECK(tempo::json::dump(parse(dumped)) == dumped);
-    CHECK(tempo::json::dump(Value::integer(-3)) == "-3");
+    // Values built in C++ (as the CLI does) write integers exactly.
+    Value built(Value::Object{{"n", -3},
+                              {"u", std::uint64_t{18446744073709551615u}},
+                              {"x", 0.25},
+                              {"s", "t"},
+                              {"a", Value::Array{true, nullptr}}});
+    CHECK(tempo::json::dump(built) ==
+          "{\"n\":-3,\"u\":18446744073709551615,\"x\":0.25,\"s\":\"t\",\"a\":[true,null]}");
+    CHECK(Value(std::int64_t{-5}).as_int64() == -5);
+    CHECK(Value(7u).as_uint64() == 7);
     // Every string survives quote → parse.
     std::string all;
     for (int c = 1; c < 128; ++c) all += static_cast<char>(c);

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <variant>
@@ -64,9 +65,9 @@ class Value {
     Value(Array a) : data_(std::move(a)) {}
     Value(Object o) : data_(std::move(o)) {}
     // Integers keep their exact value, as parsed integer literals do.
-    static Value integer(std::int64_t i) noexcept {
-        return Number{static_cast<double>(i), static_cast<std::uint64_t>(i), Number::Int::Signed};
-    }
+    template <typename I,
+              std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+    Value(I i) noexcept : data_(exact(i)) {}
 
     Type type() const noexcept { return static_cast<Type>(data_.index()); }
     bool is_null() const noexcept { return type() == Type::Null; }
@@ -128,6 +129,14 @@ class Value {
     }
 
   private:
+    template <typename I>
+    static Number exact(I i) noexcept {
+        constexpr auto int64_max =
+            static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+        bool fits = std::is_signed_v<I> || static_cast<std::uint64_t>(i) <= int64_max;
+        return Number{static_cast<double>(i), static_cast<std::uint64_t>(i),
+                      fits ? Number::Int::Signed : Number::Int::Unsigned};
+    }
     [[noreturn]] void mismatch(const std::string& where, const char* expected) const {
         detail::fail(where, std::string("expected ") + expected + ", got " + describe(type()));
     }
@@ -284,6 +293,13 @@ inline void write_number(std::string& out, double d) {
     auto r = std::to_chars(buf, buf + sizeof buf, d);
     out.append(buf, r.ptr);
 }
+// A float's own shortest text ("0.1", not "0.10000000149011612"); reads back as the same float.
+inline void write_number(std::string& out, float f) {
+    if (!std::isfinite(f)) detail::fail("json writer", "cannot write a non-finite number");
+    char buf[32];
+    auto r = std::to_chars(buf, buf + sizeof buf, f);
+    out.append(buf, r.ptr);
+}
 
 inline void write(std::string& out, const Value& v);
 
@@ -355,6 +371,8 @@ inline std::string number_text(const Number& n) {
         s = std::to_string(static_cast<std::int64_t>(n.bits));
     } else if (n.integer == Number::Int::Unsigned) {
         s = std::to_string(n.bits);
+    } else if (!std::isfinite(n.value)) { // only a Value built in C++ can hold these
+        s = std::isnan(n.value) ? "nan" : n.value < 0 ? "-inf" : "inf";
     } else {
         write_number(s, n.value);
         // Shortest form of 2.0 is "2"; say that the literal was not an integer.
