@@ -2,6 +2,8 @@
 
     python3 -m unittest converters.test_convert      (from the repository root)
 """
+import contextlib
+import io
 import json
 import math
 import os
@@ -218,6 +220,18 @@ class Refusal(unittest.TestCase):
                                     r"'encoder.layers.0.linear1.weight' has shape \[48, 32\]"):
             cv.convert(self.ckpt)
 
+    def test_cli_refuses_with_the_name(self):
+        del self.ckpt["state_dict"]["head.bias"]
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "c.pt")
+            torch.save(self.ckpt, src)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                rc = cv.main([src, os.path.join(tmp, "m.safetensors")])
+            self.assertEqual(rc, 1)
+            self.assertIn("missing tensor 'head.bias'", err.getvalue())
+            self.assertFalse(os.path.exists(os.path.join(tmp, "m.safetensors")))
+
     def test_bad_norm_and_transform(self):
         bad = dict(self.ckpt, norm={"min": [0.0] * 163, "max": [1.0] * 164})
         with self.assertRaisesRegex(cv.ConversionError, "norm.min"):
@@ -238,7 +252,8 @@ class RoundTrip(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             src, dst = os.path.join(tmp, "c.pt"), os.path.join(tmp, "m.safetensors")
             torch.save(ckpt, src)
-            self.assertEqual(cv.main([src, dst, "--selftest", "3"]), 0)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(cv.main([src, dst, "--selftest", "3"]), 0)
             tensors, meta = safetensors_io.load_file(dst)
         want, want_meta = cv.convert(ckpt, selftest=3)
         self.assertEqual(meta, want_meta)
@@ -309,6 +324,14 @@ class Fixtures(unittest.TestCase):
                 z, s = engine.predict(ast)
                 self.assertAlmostEqual(z, exp["transformed"], delta=1e-5, msg=m["name"])
                 self.assertAlmostEqual(s / exp["seconds"], 1.0, delta=1e-5, msg=m["name"])
+            # the embedded selftest passes with the file-only engine
+            t, st = engine.t, json.loads(engine.meta["tempo.selftest"])
+            for b in range(st["count"]):
+                n = int(t["selftest.input_mask"][b].sum())
+                dev = t["selftest.input_device"][b] if m["config"]["device"] else None
+                z = engine.forward(t["selftest.input"][b, :n], dev)
+                want = float(t["selftest.output"][b])
+                self.assertLess(abs(z - want), 1e-5 + 1e-5 * abs(want), msg=m["name"])
 
 
 if __name__ == "__main__":
