@@ -41,6 +41,20 @@ public:
 
     std::size_t capacity() const noexcept { return buffer_.size(); }
 
+    // Slices taken while a Scope lives are given back when it ends, so a layer's temporaries
+    // reuse the same floats on every call.
+    class Scope {
+    public:
+        explicit Scope(Workspace& ws) noexcept : ws_(ws), mark_(ws.used_) {}
+        ~Scope() { ws_.used_ = mark_; }
+        Scope(const Scope&) = delete;
+        Scope& operator=(const Scope&) = delete;
+
+    private:
+        Workspace& ws_;
+        std::size_t mark_;
+    };
+
 private:
     AlignedBuffer<float> buffer_;
     std::size_t used_ = 0;
