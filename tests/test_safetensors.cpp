@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -186,6 +187,56 @@ TEST_CASE("valid edge cases") {
     // A huge dimension is fine when another one is 0 and the product never overflows.
     std::string zero = "{" + entry("w", "F32", "[0, 18446744073709551615]", 0, 0) + "}";
     CHECK(SafeTensors::parse(file(zero), "x").tensor("w").numel() == 0);
+}
+
+TEST_CASE("every F16 and BF16 value converts exactly") {
+    std::string h = "{" + entry("h", "F16", "[65536]", 0, 131072) + "," +
+                    entry("b", "BF16", "[65536]", 131072, 262144) + "}";
+    std::string bytes = file(h, 262144);
+    const std::size_t buf = 8 + h.size();
+    for (std::size_t i = 0; i < 65536; ++i) {
+        for (std::size_t part : {std::size_t{0}, std::size_t{131072}}) {
+            bytes[buf + part + 2 * i] = static_cast<char>(i & 0xFF);
+            bytes[buf + part + 2 * i + 1] = static_cast<char>(i >> 8);
+        }
+    }
+    const SafeTensors st = SafeTensors::parse(bytes, "x");
+    const float* h16 = st.tensor("h").data();
+    const float* b16 = st.tensor("b").data();
+    std::size_t mismatches = 0;
+    for (std::uint32_t i = 0; i < 65536; ++i) {
+        // Reference: the definition of binary16, evaluated in double.
+        const double sign = (i & 0x8000) ? -1.0 : 1.0;
+        const int exponent = (i >> 10) & 0x1F;
+        const std::uint32_t mantissa = i & 0x3FF;
+        if (exponent == 31) {
+            bool ok = mantissa ? std::isnan(h16[i]) && (bits_of(h16[i]) >> 13 & 0x3FF) == mantissa
+                               : h16[i] == sign * HUGE_VALF;
+            mismatches += !ok || std::signbit(h16[i]) != (sign < 0);
+        } else {
+            const double want = exponent ? sign * std::ldexp(1024.0 + mantissa, exponent - 25)
+                                         : sign * std::ldexp(double(mantissa), -24);
+            mismatches += static_cast<double>(h16[i]) != want || std::signbit(h16[i]) != (sign < 0);
+        }
+        mismatches += bits_of(b16[i]) != i << 16;
+    }
+    CHECK(mismatches == 0);
+}
+
+TEST_CASE("every dtype of the format other than F32/F16/BF16 is unsupported, not unknown") {
+    for (const char* dtype :
+         {"F64", "C64", "I64", "U64", "I32", "U32", "I16", "U16", "I8", "U8", "BOOL", "F8_E5M2",
+          "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F6_E2M3", "F6_E3M2", "F4"}) {
+        INFO(dtype);
+        CHECK(parse_error(file("{" + entry("w", dtype, "[0]", 0, 0) + "}")) ==
+              "bad.safetensors: tensor \"w\": unsupported dtype \"" + std::string(dtype) +
+                  "\" (tempo reads F32, F16 and BF16)");
+    }
+    for (const char* dtype : {"", "F8", "FLOAT", "BF16 ", "f16", "Q4_0"}) {
+        INFO(dtype);
+        CHECK(parse_error(file("{" + entry("w", dtype, "[0]", 0, 0) + "}")) ==
+              "bad.safetensors: tensor \"w\": unknown dtype \"" + std::string(dtype) + "\"");
+    }
 }
 
 TEST_CASE("malformed files are rejected with their reason") {

@@ -44,23 +44,17 @@ inline std::string shape_text(const std::vector<std::size_t>& shape) {
     return s + "]";
 }
 
-// Every dtype name the format defines, with its width in bits; tempo reads the float ones
-// its models use and rejects the others as unsupported rather than unknown.
-struct DtypeInfo {
+// The dtypes tempo reads, with their size, and the format's other dtypes, which it rejects
+// as unsupported (not unknown) so the message says what is wrong.
+struct Dtype {
     std::string_view name;
-    unsigned bits;
-    bool supported;
+    unsigned bytes;
 };
-inline constexpr DtypeInfo kDtypes[] = {
-    {"F32", 32, true},         {"F16", 16, true},     {"BF16", 16, true},
-    {"F64", 64, false},        {"C64", 64, false},    {"I64", 64, false},
-    {"U64", 64, false},        {"I32", 32, false},    {"U32", 32, false},
-    {"I16", 16, false},        {"U16", 16, false},    {"I8", 8, false},
-    {"U8", 8, false},          {"BOOL", 8, false},    {"F8_E5M2", 8, false},
-    {"F8_E4M3", 8, false},     {"F8_E8M0", 8, false}, {"F8_E4M3FNUZ", 8, false},
-    {"F8_E5M2FNUZ", 8, false}, {"F6_E2M3", 6, false}, {"F6_E3M2", 6, false},
-    {"F4", 4, false},
-};
+inline constexpr Dtype kReadableDtypes[] = {{"F32", 4}, {"F16", 2}, {"BF16", 2}};
+inline constexpr std::string_view kOtherDtypes[] = {
+    "F64",         "C64",         "I64",     "U64",     "I32",     "U32",     "I16",
+    "U16",         "I8",          "U8",      "BOOL",    "F8_E5M2", "F8_E4M3", "F8_E8M0",
+    "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F6_E2M3", "F6_E3M2", "F4"};
 
 inline std::uint32_t load_le32(const unsigned char* p) noexcept {
     return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
@@ -189,7 +183,7 @@ class SafeTensors {
   private:
     struct Entry {
         const std::string* name;
-        const detail::DtypeInfo* dtype;
+        const detail::Dtype* dtype;
         std::vector<std::size_t> shape;
         std::uint64_t numel;
         std::uint64_t begin, end;
@@ -257,12 +251,15 @@ class SafeTensors {
         Entry e{&m.key, nullptr, {}, 1, 0, 0};
 
         const std::string& dtype = node["dtype"].as_string();
-        for (const detail::DtypeInfo& d : detail::kDtypes)
+        for (const detail::Dtype& d : detail::kReadableDtypes)
             if (d.name == dtype) e.dtype = &d;
-        if (!e.dtype) node.fail("unknown dtype " + json::quote(dtype));
-        if (!e.dtype->supported)
-            node.fail("unsupported dtype " + json::quote(dtype) +
-                      " (tempo reads F32, F16 and BF16)");
+        if (!e.dtype) {
+            for (std::string_view other : detail::kOtherDtypes)
+                if (other == dtype)
+                    node.fail("unsupported dtype " + json::quote(dtype) +
+                              " (tempo reads F32, F16 and BF16)");
+            node.fail("unknown dtype " + json::quote(dtype));
+        }
 
         const json::Node shape = node["shape"];
         const std::size_t rank = shape.as_array().size();
@@ -276,7 +273,7 @@ class SafeTensors {
             if (dim > std::numeric_limits<std::size_t>::max()) overflow = true;
             e.shape.push_back(static_cast<std::size_t>(dim));
         }
-        const std::uint64_t bytes_per = e.dtype->bits / 8;
+        const std::uint64_t bytes_per = e.dtype->bytes;
         if (overflow || e.numel > std::numeric_limits<std::uint64_t>::max() / bytes_per)
             node.fail("shape " + detail::shape_text(e.shape) + " overflows the element count");
 
