@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -507,21 +508,28 @@ class Parser {
     Value array(std::size_t depth) {
         enter(depth);
         ++pos_; // '['
-        Value::Array items;
         skip_ws();
         if (pos_ < s_.size() && s_[pos_] == ']') {
             ++pos_;
-            return Value(std::move(items));
+            return Value(Value::Array());
         }
+        // Elements gather in a scratch vector kept per depth, so an array costs one exact
+        // allocation instead of a chain of regrowths.
+        if (scratch_.size() < depth) scratch_.resize(depth);
         for (;;) {
             skip_ws();
-            items.push_back(value(depth));
+            Value element = value(depth);
+            scratch_[depth - 1].push_back(std::move(element));
             skip_ws();
             if (pos_ == s_.size()) error(pos_, "unexpected end of input in an array");
             if (s_[pos_] == ',') {
                 ++pos_;
             } else if (s_[pos_] == ']') {
                 ++pos_;
+                Value::Array& gathered = scratch_[depth - 1];
+                Value::Array items(std::make_move_iterator(gathered.begin()),
+                                   std::make_move_iterator(gathered.end()));
+                gathered.clear();
                 return Value(std::move(items));
             } else {
                 error(pos_, "expected ',' or ']' in an array, got " + describe_at(pos_));
@@ -780,6 +788,7 @@ class Parser {
     std::string_view where_;
     const ParseOptions& options_;
     std::size_t pos_ = 0;
+    std::vector<Value::Array> scratch_; // per nesting depth, see array()
 };
 
 } // namespace detail
