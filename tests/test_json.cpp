@@ -406,3 +406,30 @@ TEST_CASE("a JSON Lines row of features parses") {
     CHECK(features.as_array().size() == 5);
     CHECK(features[4][163].as_double() == doctest::Approx(1.0 + 0.163));
 }
+
+TEST_CASE("no input crashes: truncations and byte mutations of a document") {
+    // Under the sanitizers this shows there is no UB; each outcome is a value or an Error.
+    const std::string doc =
+        "{\"a\": [1, -2.5e-3, true, null, \"x\\u00e9\\ud83d\\ude00\\n\"],\n"
+        " \"b\": {\"c\": [[], {}], \"d\": 18446744073709551616, \"\xC3\xA9\": 0}}";
+    std::size_t ok = 0, failed = 0;
+    auto attempt = [&](const std::string& text) {
+        try {
+            parse(text, "m");
+            ++ok;
+        } catch (const tempo::Error&) {
+            ++failed;
+        }
+    };
+    for (std::size_t n = 0; n <= doc.size(); ++n) attempt(doc.substr(0, n));
+    for (std::size_t i = 0; i < doc.size(); ++i) {
+        for (unsigned char v : {0x00, 0x09, 0x22, 0x2C, 0x2D, 0x30, 0x3A, 0x5B, 0x5C, 0x5D, 0x65,
+                                0x7B, 0x7D, 0x80, 0xC3, 0xED, 0xFF}) {
+            std::string text = doc;
+            text[i] = static_cast<char>(v);
+            attempt(text);
+        }
+    }
+    CHECK(ok > 0);
+    CHECK(failed > 0);
+}
