@@ -160,6 +160,8 @@ TEST_CASE("valid edge cases") {
     // Trailing spaces pad the header, as writers do for alignment; the buffer may be empty.
     CHECK(SafeTensors::parse(file("{}      "), "x").size() == 0);
     CHECK(SafeTensors::parse(file("{ \n}"), "x").size() == 0);
+    const std::string raw = file("{" + entry("w", "F32", "[1]", 0, 4) + "}", 4);
+    CHECK(SafeTensors::parse(raw.data(), raw.size(), "raw").tensor("w").data()[0] == 0.0f);
     CHECK(SafeTensors::parse(file("{\"__metadata__\":{}}"), "x").metadata().empty());
 
     // Tensors listed out of buffer order; zero-size tensors anywhere on a boundary.
