@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "tempo/core/aligned_buffer.hpp"
 #include "tempo/core/error.hpp"
@@ -37,6 +38,17 @@ public:
         float* p = buffer_.data() + used_;
         used_ += n;
         return p;
+    }
+
+    // A slice for `count` values of another plain type (counts, masks), still aligned.
+    template <typename T>
+    T* take_as(std::size_t count) {
+        static_assert(alignof(T) <= kAlignment && std::is_trivially_copyable_v<T>);
+        return reinterpret_cast<T*>(take(floats_for<T>(count)));
+    }
+    template <typename T>
+    static constexpr std::size_t floats_for(std::size_t count) {
+        return rounded((count * sizeof(T) + sizeof(float) - 1) / sizeof(float));
     }
 
     std::size_t capacity() const noexcept { return buffer_.size(); }

@@ -1,0 +1,130 @@
+// CdmppModel against PyTorch: every fixture model of tests/fixtures/cdmpp (written by
+// converters/make_parity_fixtures.py from the float64 reference module) and the `paper`
+// model, generated at test time into the build tree (too large to commit).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tempo/tempo.hpp"
+
+using namespace tempo;
+
+// Counts heap allocations while `counting` is set: prediction must make none after warm-up.
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+} // namespace
+// The replacements pair malloc with free; GCC cannot see that they match.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) {
+    if (counting) ++allocations;
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) lines.push_back(line);
+    return lines;
+}
+
+struct Expected {
+    double transformed, seconds;
+};
+
+// Parity tolerances of the issue: z is a standardised target (unit scale), so its error is
+// taken relative to max(1, |z|); seconds relative to the value.
+constexpr double kTransformedTolerance = 1e-5;
+constexpr double kSecondsTolerance = 1e-4;
+
+void check_model(const std::string& dir, const std::string& name) {
+    INFO("model " << name);
+    CdmppModel model = CdmppModel::load(dir + "/" + name + ".safetensors", {true});
+    CHECK(model.selftest_error() <= 1.0);
+
+    std::vector<CompactAst> programs;
+    std::vector<Expected> expected;
+    const auto inputs = lines_of(dir + "/" + name + ".inputs.jsonl");
+    const auto outputs = lines_of(dir + "/" + name + ".expected.jsonl");
+    REQUIRE(inputs.size() == outputs.size());
+    REQUIRE(inputs.size() >= 64);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        programs.push_back(parse_compact_ast(inputs[i], name + ".inputs.jsonl:" + std::to_string(i + 1)));
+        const json::Value e = json::parse(outputs[i], "expected");
+        expected.push_back({e.find("transformed")->as_double(), e.find("seconds")->as_double()});
+    }
+
+    // One at a time, then the whole set as one batch (mixed leaf counts, padding masks).
+    Workspace ws;
+    std::vector<double> single(programs.size()), batched(programs.size());
+    std::vector<float> z_single(programs.size()), z_batched(programs.size());
+    for (std::size_t i = 0; i < programs.size(); ++i) {
+        const CompactAst* p = &programs[i];
+        model.predict(&p, 1, &single[i], ws, &z_single[i]);
+    }
+    std::vector<const CompactAst*> all;
+    for (const auto& p : programs) all.push_back(&p);
+    model.predict(all.data(), all.size(), batched.data(), ws, z_batched.data());
+
+    double worst_z = 0, worst_s = 0;
+    for (std::size_t i = 0; i < programs.size(); ++i) {
+        for (auto [z, s] : {std::pair{z_single[i], single[i]}, std::pair{z_batched[i], batched[i]}}) {
+            worst_z = std::max(worst_z, std::abs(z - expected[i].transformed) /
+                                            std::max(1.0, std::abs(expected[i].transformed)));
+            worst_s = std::max(worst_s, std::abs(s - expected[i].seconds) / expected[i].seconds);
+        }
+    }
+    MESSAGE(name << ": max error transformed " << worst_z << ", seconds (relative) " << worst_s);
+    CHECK(worst_z <= kTransformedTolerance);
+    CHECK(worst_s <= kSecondsTolerance);
+
+    // After warm-up with the largest batch, prediction allocates nothing.
+    allocations = 0;
+    counting = true;
+    model.predict(all.data(), all.size(), batched.data(), ws);
+    for (std::size_t i = 0; i < programs.size(); ++i) single[i] = model.predict(programs[i], ws);
+    counting = false;
+    CHECK(allocations == 0);
+}
+
+std::vector<std::string> committed_models() {
+    std::ifstream in(TEMPO_FIXTURES_DIR "/cdmpp/manifest.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const json::Value manifest = json::parse(text.str(), "manifest.json");
+    std::vector<std::string> names;
+    for (const json::Value& m : manifest.find("models")->as_array())
+        if (m.find("committed")->as_bool()) names.push_back(m.find("name")->as_string());
+    return names;
+}
+
+} // namespace
+
+TEST_CASE("every committed fixture model matches PyTorch, alone and batched, allocation-free") {
+    const auto names = committed_models();
+    REQUIRE(names.size() >= 6);
+    for (const auto& name : names) check_model(TEMPO_FIXTURES_DIR "/cdmpp", name);
+}
+
+TEST_CASE("the paper config (13.8M parameters), generated by the fixture script, matches PyTorch") {
+    const std::string dir = TEMPO_TEST_TMP_DIR "/cdmpp_paper";
+    if (!std::ifstream(dir + "/paper.safetensors")) {
+        const std::string cmd = "cd '" TEMPO_SOURCE_DIR "' && /usr/bin/python3 converters/"
+                                "make_parity_fixtures.py --only paper --out '" + dir + "' >/dev/null";
+        REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "fixture generation failed: " << cmd);
+    }
+    check_model(dir, "paper");
+}
