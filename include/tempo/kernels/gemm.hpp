@@ -7,8 +7,8 @@
 // 12 accumulators + 2 weight vectors + 1 broadcast of 16 registers (MR=6, NR=16); on AVX-512
 // 24 + 3 of 32 (MR=12, NR=32). Rows below MR interleave k over extra accumulator sets so
 // that ≥ 8 FMAs stay independent (FMA latency 4, two pipes), which keeps batch-1 fast.
-// Blocking: K in slices of ≤ kKc (a panel slice stays in L1), rows in blocks whose X slice
-// stays in L2.
+// Blocking: K in slices of ≤ kKc (a panel slice stays in L1 across row blocks), rows in
+// blocks whose X slice stays in L2.
 #pragma once
 
 #include <algorithm>
@@ -151,7 +151,8 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const PackedWei
                  const Epilogue& ep, float* y, std::size_t ldy) {
     const std::size_t N = w.rows(), K = w.cols();
     if (m == 0 || N == 0) return;
-    const std::size_t k_slices = std::max<std::size_t>(1, (K + kKc - 1) / kKc);
+    // A few rows reuse no panel slice: stream each panel whole, in memory order.
+    const std::size_t k_slices = m <= kMR ? 1 : std::max<std::size_t>(1, (K + kKc - 1) / kKc);
     const std::size_t kc_step = (K + k_slices - 1) / k_slices;
     const std::size_t row_block =
         std::max(kMR, kRowBlockBytes / (sizeof(float) * std::max<std::size_t>(kc_step, 1)) /
