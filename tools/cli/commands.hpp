@@ -1,0 +1,8 @@
+// The subcommands of the `tempo` tool; each returns the process exit status.
+#pragma once
+
+namespace tempo::cli {
+
+int predict_main(int argc, char** argv); // tempo predict MODEL [INPUT.jsonl | -]
+
+} // namespace tempo::cli

@@ -1,0 +1,26 @@
+// tempo — command-line front end: dispatches to one function per subcommand.
+#include <cstring>
+#include <iostream>
+
+#include "commands.hpp"
+
+namespace {
+constexpr const char* kUsage =
+    "usage: tempo <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  predict MODEL [INPUT.jsonl | -]   predict the latency of compact ASTs (JSON Lines)\n"
+    "\n"
+    "Run `tempo <command> --help` for a command's options.\n";
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        std::cout << kUsage;
+        return argc < 2 ? 2 : 0;
+    }
+    const char* command = argv[1];
+    if (!std::strcmp(command, "predict")) return tempo::cli::predict_main(argc - 1, argv + 1);
+    std::cerr << "tempo: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+}

@@ -1,0 +1,141 @@
+// tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify]
+// Reads compact ASTs (one JSON object per line), prints one JSON object per program:
+//   {"line": 3, "id": "…", "seconds": 1.2e-4[, "measured_s": …]}
+// A bad line is reported on stderr as FILE:LINE: field …; the others are still predicted and
+// the exit status is 1.
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "tempo/tempo.hpp"
+
+namespace tempo::cli {
+
+namespace {
+
+constexpr const char* kPredictUsage =
+    "usage: tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify]\n"
+    "\n"
+    "  MODEL        a converted model file (.safetensors)\n"
+    "  INPUT.jsonl  compact ASTs, one JSON object per line (default: standard input)\n"
+    "  --batch N    programs per batch (default 64)\n"
+    "  --verify     run the model file's embedded self-test before predicting\n";
+
+struct Pending {
+    std::size_t line;
+    CompactAst ast;
+    std::optional<double> measured; // a dataset record's mean latency, echoed
+};
+
+void print(const Pending& p, double seconds) {
+    std::string out = "{\"line\":" + std::to_string(p.line);
+    if (!p.ast.id.empty()) {
+        out += ",\"id\":";
+        json::write_string(out, p.ast.id);
+    }
+    out += ",\"seconds\":";
+    json::write_number(out, seconds);
+    if (p.measured) {
+        out += ",\"measured_s\":";
+        json::write_number(out, *p.measured);
+    }
+    out += "}\n";
+    std::cout << out;
+}
+
+} // namespace
+
+int predict_main(int argc, char** argv) {
+    std::vector<std::string> positional;
+    std::size_t batch = 64;
+    bool verify = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            std::cout << kPredictUsage;
+            return 0;
+        } else if (arg == "--verify") {
+            verify = true;
+        } else if (arg == "--batch" && i + 1 < argc) {
+            char* end = nullptr;
+            const long n = std::strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1 << 20) {
+                std::cerr << "tempo predict: --batch takes a count in 1..1048576\n";
+                return 2;
+            }
+            batch = std::size_t(n);
+        } else if (arg.size() > 1 && arg[0] == '-') {
+            std::cerr << "tempo predict: unknown option " << arg << "\n" << kPredictUsage;
+            return 2;
+        } else {
+            positional.push_back(arg);
+        }
+    }
+    if (positional.empty() || positional.size() > 2) {
+        std::cerr << kPredictUsage;
+        return 2;
+    }
+    const std::string input = positional.size() == 2 ? positional[1] : "-";
+    const std::string label = input == "-" ? "<stdin>" : input;
+
+    std::optional<CdmppModel> model;
+    try {
+        model.emplace(CdmppModel::load(positional[0], {verify}));
+        if (verify) std::cerr << "self-test passed (error " << model->selftest_error() << " of tolerance)\n";
+    } catch (const Error& e) {
+        std::cerr << "tempo predict: " << e.what() << "\n";
+        return 1;
+    }
+
+    std::ifstream file;
+    if (input != "-") {
+        file.open(input);
+        if (!file) {
+            std::cerr << "tempo predict: cannot open " << input << "\n";
+            return 1;
+        }
+    }
+    std::istream& in = input == "-" ? std::cin : file;
+
+    Workspace ws;
+    std::vector<Pending> pending;
+    std::vector<const CompactAst*> programs;
+    std::vector<double> seconds;
+    bool failed = false;
+    auto flush = [&] {
+        programs.clear();
+        for (const auto& p : pending) programs.push_back(&p.ast);
+        seconds.resize(programs.size());
+        model->predict(programs.data(), programs.size(), seconds.data(), ws);
+        for (std::size_t i = 0; i < pending.size(); ++i) print(pending[i], seconds[i]);
+        pending.clear();
+    };
+
+    std::string line;
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const std::string where = label + ":" + std::to_string(number);
+        try {
+            const json::Value doc = json::parse(line, where);
+            const json::Node root(doc, where);
+            Pending p{number, compact_ast_from_json(root), std::nullopt};
+            if (auto latency = root.find("latency_s")) p.measured = (*latency)["mean"].as_double();
+            model->validate(p.ast, where);
+            pending.push_back(std::move(p));
+        } catch (const Error& e) {
+            std::cerr << e.what() << "\n";
+            failed = true;
+            continue;
+        }
+        if (pending.size() == batch) flush();
+    }
+    if (!pending.empty()) flush();
+    return failed ? 1 : 0;
+}
+
+} // namespace tempo::cli
