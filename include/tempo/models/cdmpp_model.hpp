@@ -209,11 +209,14 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
         const float* in_b = read(p + ".self_attn.in_proj_bias", {3 * d});
         const float* out_w = read(p + ".self_attn.out_proj.weight", {d, d});
         const float* out_b = read(p + ".self_attn.out_proj.bias", {d});
+        // Read in file order so the first mismatch reported is the first one.
+        nn::Linear linear1 = read.linear(p + ".linear1", c.ffn_dim, d, c.activation);
+        nn::Linear linear2 = read.linear(p + ".linear2", d, c.ffn_dim);
+        nn::LayerNorm norm1 = read.layer_norm(p + ".norm1", d, c.layer_norm_eps);
+        nn::LayerNorm norm2 = read.layer_norm(p + ".norm2", d, c.layer_norm_eps);
         encoder_.emplace_back(nn::MultiHeadAttention(in_w, in_b, out_w, out_b, d, c.heads),
-                              read.linear(p + ".linear1", c.ffn_dim, d, c.activation),
-                              read.linear(p + ".linear2", d, c.ffn_dim),
-                              read.layer_norm(p + ".norm1", d, c.layer_norm_eps),
-                              read.layer_norm(p + ".norm2", d, c.layer_norm_eps), c.norm_first);
+                              std::move(linear1), std::move(linear2), std::move(norm1),
+                              std::move(norm2), c.norm_first);
     }
     if (c.final_norm) final_norm_ = read.layer_norm("encoder.norm", c.d_model, c.layer_norm_eps);
     // Embedding block 0 has no activation (CDMPP's flatten block), the others ReLU.

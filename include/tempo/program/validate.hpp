@@ -71,7 +71,10 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
         if (t == -1) {
             if (depth == 0) bad_field(where, "tree", "-1 at index " + std::to_string(i) + " closes no node");
             if (--depth == 0 && i + 1 != ast.tree.size())
-                bad_field(where, "tree", "more than one root (index " + std::to_string(i + 1) + ")");
+                bad_field(where, "tree",
+                          ast.tree[i + 1] == -1
+                              ? "-1 at index " + std::to_string(i + 1) + " closes no node"
+                              : "more than one root (index " + std::to_string(i + 1) + ")");
         } else {
             if (t != next_id)
                 bad_field(where, "tree", "index " + std::to_string(i) + " holds " + std::to_string(t) +
