@@ -10,6 +10,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  predict MODEL [INPUT.jsonl | -]   predict the latency of compact ASTs (JSON Lines)\n"
+    "  lab tasks|sample|emit …           the tensor-program lab (tasks, schedules, C code)\n"
     "\n"
     "Run `tempo <command> --help` for a command's options.\n";
 }
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
     }
     const char* command = argv[1];
     if (!std::strcmp(command, "predict")) return tempo::cli::predict_main(argc - 1, argv + 1);
+    if (!std::strcmp(command, "lab")) return tempo::cli::lab_main(argc - 1, argv + 1);
     std::cerr << "tempo: unknown command '" << command << "'\n" << kUsage;
     return 2;
 }
