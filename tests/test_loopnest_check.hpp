@@ -28,7 +28,7 @@ inline void check_task(const Task& task, int count = 50, int min_distinct = 50) 
     // at up to a minute for some nests).
     tempo::loopnest::CodegenOptions codegen;
     codegen.max_unroll_steps = 64;
-    auto results = tempo::lab::check_programs(dag, cases, stem, codegen);
+    auto results = tempo::lab::check_programs(dag, cases, stem, codegen, "-Wall -Wextra -Werror");
     int passed = 0;
     for (std::size_t i = 0; i < results.size(); ++i) {
         INFO(results[i].symbol << ": " << results[i].message << "\n" << to_string(cases[i].program));

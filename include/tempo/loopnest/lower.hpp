@@ -134,13 +134,15 @@ private:
     std::vector<Term> loop_terms(const Frame& f, const LoopPlan& lp, const Expr& v) const {
         std::vector<Term> out;
         std::int64_t inner = lp.extent;
+        bool outermost = true; // no non-trivial part outside: no floormod needed
         for (int i = lp.first; i <= lp.last; ++i) {
             const Iterator& it = f.its[i];
             inner /= it.extent;
             if (it.extent == 1) continue;
             Expr part = v;
             if (inner > 1) part = floordiv(part, inner);
-            if (i != lp.first) part = floormod(part, it.extent);
+            if (!outermost) part = floormod(part, it.extent);
+            outermost = false;
             out.push_back(Term{it.reduce, it.axis, part, it.stride});
         }
         return out;
