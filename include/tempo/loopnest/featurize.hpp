@@ -123,11 +123,7 @@ inline void collect_accesses(const ExprNode& e, std::vector<Access>& acc) {
 // Walks a lowered program once and produces its compact AST.
 class Featurizer {
 public:
-    explicit Featurizer(const LoweredProgram& program) : prog_(program) {
-        int max_var = 0;
-        scan_vars(program.root, max_var);
-        env_.assign(static_cast<std::size_t>(max_var) + 1, Interval{});
-    }
+    explicit Featurizer(const LoweredProgram& program) : prog_(program) {}
 
     CompactAst run() {
         ast_ = CompactAst{};
@@ -144,9 +140,75 @@ private:
         std::size_t serial; // index into touch_
     };
 
-    static void scan_vars(const LoopNode& n, int& max_var) {
-        if (n.kind == NodeKind::For) max_var = std::max(max_var, n.var);
-        for (const auto& c : n.children) scan_vars(c, max_var);
+    // An index expression as the sum of its top-level terms (Add/Sub chain): terms over one
+    // loop var carry their interval with that var fixed at 0 and ranging; the rest is either a
+    // constant interval or, for terms over several vars, evaluated whole at each level.
+    struct VarTerm {
+        int var;
+        Interval fixed, ranging;
+    };
+    struct IndexBound {
+        Interval constant{0, 0};
+        std::vector<VarTerm> terms;
+        std::vector<std::pair<const ExprNode*, bool>> general; // (term, negated)
+    };
+
+    IndexBound split_index(const ExprNode& e, std::vector<int>& access_vars) {
+        IndexBound b;
+        add_terms(e, false, b, access_vars);
+        return b;
+    }
+
+    void add_terms(const ExprNode& e, bool negate, IndexBound& b, std::vector<int>& access_vars) {
+        if (e.kind == ExprKind::Add || e.kind == ExprKind::Sub) {
+            add_terms(*e.args[0], negate, b, access_vars);
+            add_terms(*e.args[1], e.kind == ExprKind::Sub ? !negate : negate, b, access_vars);
+            return;
+        }
+        vars_.clear();
+        collect_vars(e, vars_);
+        for (int v : vars_)
+            if (std::find(access_vars.begin(), access_vars.end(), v) == access_vars.end())
+                access_vars.push_back(v);
+        auto signed_bound = [&](Interval x) { return negate ? Interval{-x.hi, -x.lo} : x; };
+        auto add = [](Interval& acc, Interval x) { acc.lo += x.lo, acc.hi += x.hi; };
+        if (vars_.empty()) {
+            add(b.constant, signed_bound(bound_of(e, env_)));
+        } else if (vars_.size() == 1 && static_cast<std::size_t>(vars_[0]) < env_.size() &&
+                   extent_of_[vars_[0]] > 0) {
+            const int v = vars_[0];
+            const Interval saved = env_[v];
+            env_[v] = Interval{0, 0};
+            const Interval fixed = signed_bound(bound_of(e, env_));
+            env_[v] = Interval{0, extent_of_[v] - 1};
+            const Interval ranging = signed_bound(bound_of(e, env_));
+            env_[v] = saved;
+            b.terms.push_back(VarTerm{v, fixed, ranging});
+        } else {
+            b.general.emplace_back(&e, negate);
+        }
+    }
+
+    static void collect_vars(const ExprNode& e, std::vector<int>& out) {
+        if (e.kind == ExprKind::Var) {
+            if (std::find(out.begin(), out.end(), e.int_value) == out.end())
+                out.push_back(static_cast<int>(e.int_value));
+            return;
+        }
+        for (const Expr& a : e.args) collect_vars(*a, out);
+    }
+
+    Interval level_bound(const IndexBound& b) const {
+        Interval r = b.constant;
+        for (const VarTerm& t : b.terms) {
+            const Interval& x = ranging_[t.var] ? t.ranging : t.fixed;
+            r.lo += x.lo, r.hi += x.hi;
+        }
+        for (const auto& [e, negate] : b.general) {
+            const Interval x = bound_of(*e, env_);
+            r.lo += negate ? -x.hi : x.lo, r.hi += negate ? -x.lo : x.hi;
+        }
+        return r;
     }
 
     void visit(const LoopNode& n) {
@@ -158,6 +220,12 @@ private:
         }
         switch (n.kind) {
         case NodeKind::For: {
+            if (static_cast<std::size_t>(n.var) >= env_.size()) {
+                env_.resize(static_cast<std::size_t>(n.var) + 1, Interval{});
+                ranging_.resize(env_.size(), 0);
+                extent_of_.resize(env_.size(), 0);
+            }
+            extent_of_[n.var] = n.extent;
             loops_.push_back(LoopFrame{&n, touch_.size()});
             touch_.emplace_back();
             for (const auto& c : n.children) visit(c);
@@ -188,7 +256,10 @@ private:
     std::int32_t next_id_ = 0;
     std::vector<LoopFrame> loops_;
     std::vector<std::vector<feature_detail::Touch>> touch_; // per loop, in visit order
-    std::vector<Interval> env_;
+    std::vector<Interval> env_;          // per var: its range at the current level
+    std::vector<char> ranging_;          // per var: 1 when its loop ranges at the current level
+    std::vector<std::int64_t> extent_of_; // per var: its loop's extent (0: not a loop var)
+    std::vector<int> vars_;              // scratch
     std::int64_t auto_unroll_ = 0;
 };
 
@@ -208,31 +279,39 @@ inline void Featurizer::store_features(const LoopNode& s) {
     acc.push_back(Access{s.tensor, kWrite, {&s.indices}});
     collect_accesses(*s.value, acc);
 
-    // Touched regions, level by level from the innermost loop outward (spec 1).
+    // Touched regions, level by level from the innermost loop outward (spec 1). Each index is
+    // split once into its top-level sum of terms; a term over a single loop var has one
+    // interval while that loop is fixed and one while it ranges, so a level costs a sum.
+    for (const auto& l : loops_) env_[l.node->var] = Interval{0, 0}, ranging_[l.node->var] = 0;
+    std::vector<IndexBound> bounds; // per access, tuple, dim (row-major)
+    std::vector<std::vector<int>> access_vars(acc.size());
+    for (std::size_t ai = 0; ai < acc.size(); ++ai)
+        for (const auto* tuple : acc[ai].tuples)
+            for (const Expr& e : *tuple) bounds.push_back(split_index(*e, access_vars[ai]));
     std::vector<double> log_k, log_m; // innermost first
     std::vector<std::int64_t> stored_region0;
-    for (const auto& l : loops_) env_[l.node->var] = Interval{0, 0};
     double k_prod = flops_per_iter;
     for (int i = n - 1; i >= 0; --i) {
         const LoopNode& loop = *loops_[i].node;
         env_[loop.var] = Interval{0, loop.extent - 1};
+        ranging_[loop.var] = 1;
         auto& table = touch_[loops_[i].serial];
         double mem = 0;
+        std::size_t bi = 0;
         for (const Access& a : acc) {
-            const auto& shape = prog_.tensors[a.tensor].shape;
+            const std::size_t dims = prog_.tensors[a.tensor].shape.size();
             double size = 1;
-            for (std::size_t d = 0; d < shape.size(); ++d) {
+            for (std::size_t d = 0; d < dims; ++d) {
                 std::int64_t lo = 0, hi = 0;
-                bool first = true;
-                for (const auto* tuple : a.tuples) {
-                    Interval b = bound_of(*(*tuple)[d], env_);
-                    lo = first ? b.lo : std::min(lo, b.lo);
-                    hi = first ? b.hi : std::max(hi, b.hi);
-                    first = false;
+                for (std::size_t t = 0; t < a.tuples.size(); ++t) {
+                    Interval b = level_bound(bounds[bi + t * dims + d]);
+                    lo = t ? std::min(lo, b.lo) : b.lo;
+                    hi = t ? std::max(hi, b.hi) : b.hi;
                 }
                 size *= static_cast<double>(hi - lo + 1);
                 if (i == 0 && a.tensor == s.tensor) stored_region0.push_back(hi - lo + 1);
             }
+            bi += a.tuples.size() * dims;
             table.push_back(Touch{a.tensor, a.acc, size});
             mem += size * elem;
         }
@@ -241,16 +320,15 @@ inline void Featurizer::store_features(const LoopNode& s) {
         log_k.push_back(k_prod > 0 ? std::log2(k_prod) : -INFINITY);
     }
 
-    auto var_in_access = [](const Access& a, int v) {
-        for (const auto* tuple : a.tuples)
-            for (const Expr& e : *tuple)
-                if (uses_var(e, v)) return true;
-        return false;
+    auto var_in_access = [&](std::size_t ai, int v) {
+        const auto& vars = access_vars[ai];
+        return std::find(vars.begin(), vars.end(), v) != vars.end();
     };
 
     std::vector<BufferFeature> feats;
     feats.reserve(acc.size());
-    for (const Access& a : acc) {
+    for (std::size_t ai = 0; ai < acc.size(); ++ai) {
+        const Access& a = acc[ai];
         const auto& shape = prog_.tensors[a.tensor].shape;
         BufferFeature f{};
         f.acc = a.acc;
@@ -310,7 +388,7 @@ inline void Featurizer::store_features(const LoopNode& s) {
         for (int li = n - 1; li >= 0 && !decided; --li) {
             const auto& table = touch_[loops_[li].serial];
             const double ext = static_cast<double>(loops_[li].node->extent);
-            const bool touches = var_in_access(a, loops_[li].node->var);
+            const bool touches = var_in_access(ai, loops_[li].node->var);
             if (!phase_b) {
                 if (touches) {
                     dis_iter *= ext;
