@@ -1,0 +1,346 @@
+"""CDMPP training with the reference module converters.cdmpp_torch.CdmppModel.
+
+Target: the mean latency through the output transform (Box-Cox by default, fitted on the
+training latencies). Loss: loss_mse * MSE + loss_mape * MAPE, both in the transformed space
+(1000 and 1 in the tuned config), plus cmd_weight * CMD_K between the last hidden layer
+(the last decoder block's output; the embedding when there is no decoder) of the training
+batch and of a batch of target-domain programs (K = 5). Adam, CyclicLR per batch
+(lr/10 .. lr*10, no momentum cycling), grad-norm clipping, early stopping on the validation
+MAPE in seconds (the best weights are kept), fixed seeds, a progress bar on stderr,
+checkpoints (last and best) in the output directory.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+from converters import cdmpp_torch as ct
+from converters import convert as cv
+from training import metrics as M
+from training.data import Dataset, fit_output_transform
+
+DEFAULT_LR = {"paper": 1.68e-5, "compact": 1e-4}
+
+
+@dataclass
+class TrainConfig:
+    model: str = "compact"                 # named config: paper | compact
+    model_overrides: dict = field(default_factory=dict)
+    transform: str = "boxcox"              # boxcox | log | none
+    loss_mse: float = 1000.0
+    loss_mape: float = 1.0
+    mape_eps: float = 1e-6                 # MAPE denominator |z| + eps (transformed space)
+    cmd_weight: float = 0.0                # alpha; 0 disables the regulariser
+    cmd_k: int = 5
+    cmd_target_batch: int = 2048           # target-domain programs per step
+    lr: Optional[float] = None             # None: DEFAULT_LR[model]
+    weight_decay: float = 1.3e-3
+    batch_size: int = 600
+    clr_step_size_up: int = 2000           # CyclicLR half-cycle, in batches
+    clip_grad: float = 2.0
+    max_epochs: int = 200
+    patience: int = 10                     # epochs without validation improvement
+    max_steps: int = 0                     # 0 = unlimited
+    time_limit_s: float = 0                # 0 = unlimited
+    eval_batch: int = 2048
+    seed: int = 0
+    threads: int = 1
+    progress: bool = True
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def model_config(self, device: bool = False) -> ct.CdmppConfig:
+        over = dict(self.model_overrides)
+        if device and "device" not in over:
+            over["device"] = True
+        return ct.NAMED_CONFIGS[self.model](**over)
+
+    @property
+    def learning_rate(self) -> float:
+        return self.lr if self.lr is not None else DEFAULT_LR.get(self.model, 1e-4)
+
+
+# --------------------------------------------------------------------------------------
+# Pieces
+# --------------------------------------------------------------------------------------
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2 ** 32))
+    torch.manual_seed(seed)
+
+
+def cmd_loss(x: torch.Tensor, y: torch.Tensor, k: int = 5) -> torch.Tensor:
+    """CMD_K(X, Y) = ||E X - E Y||_2 + sum_{j=2..K} ||E (X - E X)^j - E (Y - E Y)^j||_2."""
+    mx, my = x.mean(0), y.mean(0)
+    out = torch.linalg.norm(mx - my)
+    cx, cy = x - mx, y - my
+    for j in range(2, k + 1):
+        out = out + torch.linalg.norm((cx ** j).mean(0) - (cy ** j).mean(0))
+    return out
+
+
+def last_hidden_module(model: ct.CdmppModel) -> torch.nn.Module:
+    if len(model.decoder):
+        return model.decoder[-1]
+    return model.shared_bn if model.shared_bn is not None else model.embed[-1]
+
+
+class Progress:
+    """A one-line progress bar on stderr: count/total, rate, ETA and a postfix. On a terminal
+    it redraws in place (at most 4 times a second); otherwise it prints a line every 30 s."""
+
+    def __init__(self, total: int, desc: str = "", enabled: bool = True, stream=None):
+        self.total, self.desc, self.enabled = max(1, int(total)), desc, enabled
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.n, self.t0, self.last = 0, time.time(), 0.0
+        self.postfix = ""
+
+    def update(self, n: int = 1, **postfix) -> None:
+        self.n += n
+        if postfix:
+            self.postfix = " ".join(f"{k}={_fmt(v)}" for k, v in postfix.items())
+        now = time.time()
+        if self.enabled and (now - self.last >= (0.25 if self.tty else 30.0) or self.n == self.total):
+            self.last = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        el = now - self.t0
+        rate = self.n / el if el > 0 else 0.0
+        eta = (self.total - self.n) / rate if rate > 0 else float("nan")
+        frac = min(1.0, self.n / self.total)
+        bar = "#" * int(20 * frac) + "." * (20 - int(20 * frac))
+        line = (f"{self.desc} [{bar}] {self.n}/{self.total} {rate:.1f} it/s "
+                f"elapsed {_hms(el)} eta {_hms(eta)} {self.postfix}")
+        self.stream.write(("\r" + line + "\x1b[K") if self.tty else (line + "\n"))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self._draw(time.time())
+            if self.tty:
+                self.stream.write("\n")
+            self.stream.flush()
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _hms(s: float) -> str:
+    if not math.isfinite(s):
+        return "?"
+    s = int(s)
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+# --------------------------------------------------------------------------------------
+# Prediction
+# --------------------------------------------------------------------------------------
+def predict_transformed(model: ct.CdmppModel, ds: Dataset, idx, norm, batch: int = 2048) -> np.ndarray:
+    model.eval()
+    c = model.config
+    out = []
+    idx = np.asarray(idx, dtype=np.int64)
+    with torch.no_grad():
+        for s in range(0, len(idx), batch):
+            x, mask, dev = ds.batch(idx[s:s + batch], norm[0], norm[1],
+                                    c.max_leaves if c.pooling == "flatten" else None, c.device)
+            out.append(model(x, mask, dev).double().numpy())
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def predict_seconds(model: ct.CdmppModel, ds: Dataset, idx, norm, batch: int = 2048) -> np.ndarray:
+    z = predict_transformed(model, ds, idx, norm, batch)
+    return model.output_transform.inverse(torch.from_numpy(z)).numpy()
+
+
+# --------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------
+@dataclass
+class TrainResult:
+    model: ct.CdmppModel
+    norm: tuple                     # (min, max) float32 arrays
+    transform: ct.OutputTransform
+    history: List[dict]
+    best_epoch: int
+    best_val_mape: float
+    train_time_s: float
+    steps: int
+    parameters: int
+
+
+def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[str] = None,
+          target_idx=None, device: Optional[bool] = None, init: Optional[TrainResult] = None,
+          desc: str = "cdmpp") -> TrainResult:
+    """Trains a CdmppModel on ds[train_idx], early-stopping on ds[val_idx].
+
+    target_idx: unlabeled target-domain programs for the CMD regulariser (used when
+    cfg.cmd_weight > 0). device: whether the model has the device branch (default: the
+    training set spans more than one target). init: continue from this result's weights,
+    feature normalisation and transform (fine-tuning)."""
+    torch.set_num_threads(max(1, int(cfg.threads)))
+    seed_everything(cfg.seed)
+    train_idx = np.asarray(train_idx, dtype=np.int64)
+    val_idx = np.asarray(val_idx, dtype=np.int64)
+    if device is None:
+        device = len(np.unique(ds.target[train_idx])) > 1
+    if init is not None:
+        model = copy.deepcopy(init.model)
+        norm, transform = init.norm, init.transform
+    else:
+        mcfg = cfg.model_config(device=device)
+        norm = ds.norm_stats(train_idx)
+        transform = fit_output_transform(ds.latency[train_idx], cfg.transform)
+        model = ct.CdmppModel(mcfg, transform)
+    c = model.config
+    L = c.max_leaves if c.pooling == "flatten" else None
+    z_all = np.zeros(len(ds))
+    z_all[train_idx] = transform.forward(torch.from_numpy(ds.latency[train_idx])).numpy()
+    lr = cfg.learning_rate
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.CyclicLR(opt, base_lr=lr / 10, max_lr=lr * 10,
+                                              step_size_up=max(1, cfg.clr_step_size_up),
+                                              cycle_momentum=False)
+    hidden: Dict[str, torch.Tensor] = {}
+    hook = last_hidden_module(model).register_forward_hook(
+        lambda m, i, o: hidden.__setitem__("h", o))
+    use_cmd = cfg.cmd_weight > 0 and target_idx is not None and len(target_idx) > 1
+    target_idx = np.asarray(target_idx if target_idx is not None else [], dtype=np.int64)
+    rng = np.random.default_rng(cfg.seed)
+    bs = max(2, int(cfg.batch_size))
+    steps_per_epoch = max(1, -(-len(train_idx) // bs) - (1 if len(train_idx) % bs == 1 else 0))
+    best_state, best_val, best_epoch, bad = None, float("inf"), -1, 0
+    history: List[dict] = []
+    t0 = time.time()
+    steps = 0
+    bar = Progress(cfg.max_epochs * steps_per_epoch if not cfg.max_steps else
+                   min(cfg.max_steps, cfg.max_epochs * steps_per_epoch), desc, cfg.progress)
+    stop = False
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    for epoch in range(cfg.max_epochs):
+        model.train()
+        perm = rng.permutation(train_idx)
+        losses = []
+        for s in range(0, max(1, len(perm) - 1), bs):
+            b_idx = perm[s:s + bs]
+            if len(b_idx) < 2:       # BatchNorm needs two samples
+                continue
+            n_b = len(b_idx)
+            all_idx = b_idx
+            if use_cmd:
+                t_n = min(cfg.cmd_target_batch, len(target_idx))
+                all_idx = np.concatenate([b_idx, rng.choice(target_idx, t_n, replace=False)])
+            x, mask, dev = ds.batch(all_idx, norm[0], norm[1], L, c.device)
+            out = model(x, mask, dev)
+            pred = out[:n_b]
+            z = torch.from_numpy(z_all[b_idx]).to(pred.dtype)
+            loss = cfg.loss_mse * torch.mean((pred - z) ** 2)
+            if cfg.loss_mape:
+                loss = loss + cfg.loss_mape * torch.mean(torch.abs(pred - z) /
+                                                         (torch.abs(z) + cfg.mape_eps))
+            cmd_v = None
+            if use_cmd:
+                h = hidden["h"]
+                cmd_v = cmd_loss(h[:n_b], h[n_b:], cfg.cmd_k)
+                loss = loss + cfg.cmd_weight * cmd_v
+            opt.zero_grad()
+            loss.backward()
+            if cfg.clip_grad:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad)
+            opt.step()
+            sched.step()
+            steps += 1
+            losses.append(float(loss))
+            post = {"epoch": epoch, "loss": float(loss)}
+            if cmd_v is not None:
+                post["cmd"] = float(cmd_v)
+            if best_val < float("inf"):
+                post["best_val_mape"] = best_val
+            bar.update(1, **post)
+            if (cfg.max_steps and steps >= cfg.max_steps) or \
+                    (cfg.time_limit_s and time.time() - t0 > cfg.time_limit_s):
+                stop = True
+                break
+        val_pred = predict_seconds(model, ds, val_idx, norm, cfg.eval_batch) if len(val_idx) else None
+        val_mape = M.mape(ds.latency[val_idx], val_pred) if val_pred is not None else \
+            float(np.mean(losses) if losses else np.inf)
+        if not np.isfinite(val_mape):
+            val_mape = float("inf")
+        history.append({"epoch": epoch, "steps": steps, "train_loss": float(np.mean(losses)) if losses else None,
+                        "val_mape": val_mape, "lr": float(sched.get_last_lr()[0]),
+                        "time_s": time.time() - t0})
+        if val_mape < best_val or best_state is None:
+            best_val, best_epoch, bad = val_mape, epoch, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad += 1
+        if out_dir:
+            torch.save({"epoch": epoch, "state_dict": model.state_dict(),
+                        "optimizer": opt.state_dict(),
+                        # CyclicLR's state holds a WeakMethod that cannot be pickled
+                        "scheduler": {k: v for k, v in sched.state_dict().items()
+                                      if not k.startswith("_scale_fn")},
+                        "history": history, "train_config": dataclasses.asdict(cfg),
+                        "model_config": c.to_dict(), "norm": [n.tolist() for n in norm],
+                        "output_transform": transform.to_dict()},
+                       os.path.join(out_dir, "last.pt"))
+        if stop or bad >= cfg.patience:
+            break
+    bar.close()
+    hook.remove()
+    model.load_state_dict(best_state)
+    model.eval()
+    res = TrainResult(model=model, norm=norm, transform=transform, history=history,
+                      best_epoch=best_epoch, best_val_mape=best_val,
+                      train_time_s=time.time() - t0, steps=steps,
+                      parameters=ct.count_parameters(model))
+    if out_dir:
+        torch.save(cv.make_checkpoint(model, norm[0], norm[1], {}), os.path.join(out_dir, "best.pt"))
+    return res
+
+
+def export(result: TrainResult, path: str, card: dict, selftest: int = 8) -> dict:
+    """Writes the converter checkpoint next to `path` (.pt) and the converted safetensors
+    model file (BatchNorm folded, self-test embedded). Returns the file's metadata."""
+    from converters import safetensors_io
+    ckpt = cv.make_checkpoint(result.model, result.norm[0], result.norm[1], card)
+    base = path[:-len(".safetensors")] if path.endswith(".safetensors") else path
+    torch.save(ckpt, base + ".pt")
+    tensors, meta = cv.convert(ckpt, selftest=selftest)
+    safetensors_io.save_file(tensors, base + ".safetensors", meta)
+    return meta
+
+
+def torch_us_per_prediction(model: ct.CdmppModel, ds: Dataset, idx, norm, n: int = 200) -> float:
+    """PyTorch (reference module) wall time per program at batch 1, preprocessing excluded."""
+    model.eval()
+    c = model.config
+    idx = np.asarray(idx, dtype=np.int64)[:n]
+    inputs = [ds.batch(idx[i:i + 1], norm[0], norm[1],
+                       c.max_leaves if c.pooling == "flatten" else None, c.device)
+              for i in range(len(idx))]
+    with torch.no_grad():
+        for x, m, d in inputs[:5]:
+            model(x, m, d)
+        t0 = time.perf_counter()
+        for x, m, d in inputs:
+            model(x, m, d)
+    return (time.perf_counter() - t0) / max(1, len(inputs)) * 1e6

@@ -1,0 +1,450 @@
+"""One command per experiment: load records, split, train CDMPP and the baselines, evaluate,
+write the split, the report rows, scatter plots and (with --ship) the converted weights.
+
+    python3 -m training.run random|cross-model|cross-device [--quick] [--data DIR] [--out DIR]
+        [--config FILE] [--seed N] [--model compact|paper] [--tempo PATH] [--threads N]
+        [--noise-max-cv X] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
+        [--splits-dir DIR] [--skip-baselines] [--no-progress]
+
+--quick: a smoke run (a few steps of a small model, few boosting rounds); its splits and
+report go under --out, never into training/splits or bench/results.
+See training/README.md for the splits, hyperparameters and outputs.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+from training import baselines as B
+from training import cdmpp as C
+from training import metrics as M
+from training import report as R
+from training import splits as S
+from training.data import Dataset, find_tempo_binary, load_records, load_target_info, log
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_CONFIG = os.path.join(HERE, "config.json")
+EXPERIMENTS = ("random", "cross-model", "cross-device")
+
+QUICK = {
+    "cdmpp": {"model_overrides": {"d_model": 32, "ffn_dim": 32, "layers": 1, "embed_dims": [32, 16],
+                                  "device_dims": [16, 16], "decoder_dims": [16], "dropout": 0.0},
+              "batch_size": 64, "max_epochs": 2, "max_steps": 12, "cmd_target_batch": 64,
+              "lr": 1e-3, "clr_step_size_up": 10, "patience": 2},
+    "xgboost": {"num_boost_round": 15, "early_stopping_rounds": 5, "max_depth": 4},
+    "mlp": {"max_epochs": 2, "patience": 2, "hidden": 32},
+    "cross_device": {"finetune_epochs": 1},
+}
+
+
+# --------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------
+def deep_update(base: dict, over: dict) -> dict:
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict) and k != "model_overrides":
+            deep_update(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+    return base
+
+
+def set_key(cfg: dict, dotted: str, value: str) -> None:
+    """--set cdmpp.lr=1e-4 / cross_device.fractions=[0.01] (value parsed as JSON if it can be)."""
+    try:
+        v = json.loads(value)
+    except ValueError:
+        v = value
+    node = cfg
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = v
+
+
+def load_config(args) -> dict:
+    with open(args.config) as f:
+        cfg = json.load(f)
+    if args.quick:
+        deep_update(cfg, QUICK)
+    for key, attr in (("data", "data"), ("seed", "seed"), ("threads", "threads"),
+                      ("tempo_binary", "tempo"), ("noise_max_cv", "noise_max_cv")):
+        v = getattr(args, attr)
+        if v is not None:
+            cfg[key] = v
+    if args.model:
+        cfg["cdmpp"]["model"] = args.model
+    for s in args.set or []:
+        if "=" not in s:
+            raise SystemExit(f"--set expects KEY=VALUE, got {s!r}")
+        k, v = s.split("=", 1)
+        set_key(cfg, k, v)
+    if cfg.get("noise_max_cv") is not None and cfg["noise_max_cv"] < 0:
+        cfg["noise_max_cv"] = None
+    return cfg
+
+
+def train_config(cfg: dict, **over) -> C.TrainConfig:
+    d = dict(cfg["cdmpp"])
+    d.update(seed=cfg["seed"], threads=cfg["threads"], progress=cfg.get("progress", True))
+    d.update(over)
+    return C.TrainConfig.from_dict(d)
+
+
+def load_dataset(cfg: dict, targets: List[str], out_dir: str) -> Dataset:
+    tc = train_config(cfg)
+    mc = tc.model_config()
+    flatten = mc.pooling == "flatten"
+    return load_records(cfg["data"], targets, tempo_binary=cfg.get("tempo_binary") or None,
+                        cache_dir=os.path.join(HERE, "cache"), noise_max_cv=cfg["noise_max_cv"],
+                        min_records_per_task=int(cfg.get("min_records_per_task", 0)),
+                        max_leaves=None if flatten else mc.max_leaves,
+                        exact_leaves=mc.max_leaves if flatten else None)
+
+
+def is_synthetic(cfg: dict, targets: List[str]) -> bool:
+    return any(load_target_info(cfg["data"], t).get("synthetic") for t in targets)
+
+
+# --------------------------------------------------------------------------------------
+# Evaluation helpers
+# --------------------------------------------------------------------------------------
+class Runner:
+    def __init__(self, cfg: dict, args, experiment: str):
+        self.cfg, self.args, self.experiment = cfg, args, experiment
+        model = cfg["cdmpp"]["model"]
+        self.out = args.out or os.path.join(HERE, "runs", f"{experiment}-{model}")
+        os.makedirs(self.out, exist_ok=True)
+        self.plots = os.path.join(self.report_dir or self.out, "accuracy")
+        self.rows: List[dict] = []
+        self.exports: List[dict] = []
+        self.tempo = find_tempo_binary(cfg.get("tempo_binary") or None)
+
+    @property
+    def report_dir(self) -> Optional[str]:
+        if self.args.no_report:
+            return None
+        if self.args.report:
+            return self.args.report
+        return os.path.join(self.out, "report") if self.args.quick else os.path.join(ROOT, "bench", "results")
+
+    @property
+    def splits_dir(self) -> str:
+        if self.args.splits_dir:
+            return self.args.splits_dir
+        return os.path.join(self.out, "splits") if self.args.quick else S.SPLITS_DIR
+
+    def row(self, model: str, test_set: str, ds: Dataset, idx, pred_s=None, rank_key=None,
+            train_time_s=None, parameters=None, extra=None) -> dict:
+        idx = np.asarray(idx, dtype=np.int64)
+        m = M.evaluate(ds.latency[idx], ds.task[idx], pred_s=pred_s, rank_key=rank_key)
+        r = {"model": model, "test_set": test_set, "metrics": m, "train_time_s": train_time_s,
+             "parameters": parameters}
+        if pred_s is not None and self.plots:
+            name = R.slug(f"{self.experiment}-{model}-{test_set}") + ".png"
+            R.scatter_png(os.path.join(self.plots, name), ds.latency[idx], pred_s,
+                          f"{model} on {test_set} ({self.experiment}); MAPE {100 * m['mape']:.1f}%")
+            r["scatter"] = "accuracy/" + name
+        r.update(extra or {})
+        self.rows.append(r)
+        mape = "–" if m["mape"] is None else f"{100 * m['mape']:.2f}%"
+        log(f"eval {model} on {test_set}: n={m['records']} MAPE {mape} tau "
+            f"{m['kendall_tau'] if m['kendall_tau'] is None else round(m['kendall_tau'], 3)} "
+            f"top1 {m['top1']:.3f}")
+        return r
+
+    def baselines(self, ds: Dataset, train, val, tests: Dict[str, np.ndarray], tag: str = "") -> None:
+        if self.args.skip_baselines:
+            return
+        cfg = self.cfg
+        prog = cfg.get("progress", True)
+        for target in ("log", "throughput"):
+            xm = B.train_xgboost(ds, train, val, target=target, params=cfg["xgboost"],
+                                 threads=cfg["threads"], seed=cfg["seed"], progress=prog)
+            for name, idx in tests.items():
+                self.row(f"xgboost-{target}{tag}", name, ds, idx, pred_s=xm.predict_seconds(ds, idx),
+                         rank_key=xm.rank_key(ds, idx), train_time_s=xm.train_time_s,
+                         parameters=xm.parameters, extra={"rounds": xm.best_iteration + 1})
+        mc = cfg["mlp"]
+        mm = B.train_mlp(ds, train, val, hidden=mc["hidden"], lr=mc["lr"],
+                         weight_decay=mc["weight_decay"], batch_size=mc["batch_size"],
+                         max_epochs=mc["max_epochs"], patience=mc["patience"],
+                         clip_grad=mc["clip_grad"], seed=cfg["seed"], threads=cfg["threads"],
+                         max_steps=20 if self.args.quick else 0, progress=prog)
+        for name, idx in tests.items():
+            self.row(f"mlp-segsum{tag}", name, ds, idx, pred_s=mm.predict_seconds(ds, idx),
+                     train_time_s=mm.train_time_s, parameters=mm.parameters)
+
+    def cdmpp_rows(self, res: C.TrainResult, name: str, ds: Dataset, tests: Dict[str, np.ndarray],
+                   extra=None) -> Dict[str, dict]:
+        out = {}
+        for tname, idx in tests.items():
+            pred = C.predict_seconds(res.model, ds, idx, res.norm)
+            out[tname] = self.row(name, tname, ds, idx, pred_s=pred, train_time_s=res.train_time_s,
+                                  parameters=res.parameters,
+                                  extra=dict(extra or {}, best_epoch=res.best_epoch, steps=res.steps))
+        return out
+
+    def export(self, res: C.TrainResult, name: str, ds: Dataset, split: S.Split, split_file: str,
+               test_rows: Dict[str, dict], test_idx, synthetic: bool) -> str:
+        """Converts through converters/convert.py into OUT/models/<name>.safetensors, measures
+        µs/prediction (torch; tempo when the binary exists), copies to --ship DIR."""
+        tc = train_config(self.cfg)
+        card = {
+            "model": name, "family": "cdmpp", "config_name": tc.model,
+            "data": {"targets": sorted({ds.target_names[t] for t in ds.target[split.train]}),
+                     "records": int(len(ds)), "fingerprint": ds.fingerprint(),
+                     "noise_max_cv": self.cfg["noise_max_cv"], "synthetic": bool(synthetic),
+                     "filters": {k: v for k, v in ds.stats.items() if k != "per_target"}},
+            "split": {"name": split.name, "seed": split.seed, "file": os.path.relpath(split_file, ROOT)
+                      if split_file.startswith(ROOT) else os.path.basename(split_file),
+                      "counts": split.counts()},
+            "metrics": {k: v["metrics"] for k, v in test_rows.items()},
+            "training": {"time_s": round(res.train_time_s, 1), "steps": res.steps,
+                         "best_epoch": res.best_epoch, "best_val_mape": res.best_val_mape,
+                         "threads": tc.threads, "hyperparameters": {
+                             k: v for k, v in self.cfg["cdmpp"].items()}},
+            "parameters": res.parameters,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        us_torch = C.torch_us_per_prediction(res.model, ds, test_idx, res.norm,
+                                             n=20 if self.args.quick else 200)
+        card["us_per_prediction_torch"] = round(us_torch, 1)
+        models = os.path.join(self.out, "models")
+        os.makedirs(models, exist_ok=True)
+        path = os.path.join(models, f"{name}.safetensors")
+        C.export(res, path, card)
+        tempo = tempo_timing(self.tempo, path, res, ds, test_idx, n=50 if self.args.quick else 1000)
+        if tempo:
+            card["us_per_prediction_tempo"] = round(tempo["us"], 2)
+            card["tempo_parity_max_rel"] = tempo["max_rel"]
+            C.export(res, path, card)      # re-export with the timing in the card
+        for r in test_rows.values():
+            r["us_per_prediction_torch"] = card["us_per_prediction_torch"]
+            if tempo:
+                r["us_per_prediction_tempo"] = card["us_per_prediction_tempo"]
+        with open(os.path.join(models, f"{name}.card.json"), "w") as f:
+            json.dump(card, f, indent=1, sort_keys=True)
+            f.write("\n")
+        if self.args.ship:
+            if synthetic:
+                log("ship: refusing to ship a model trained on synthetic data")
+            else:
+                os.makedirs(self.args.ship, exist_ok=True)
+                for ext in (".safetensors", ".card.json"):
+                    shutil.copy(os.path.join(models, name + ext), os.path.join(self.args.ship, name + ext))
+                log(f"ship: {os.path.join(self.args.ship, name + '.safetensors')}")
+        self.exports.append({"name": name, "path": path, "card": card})
+        return path
+
+    def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool) -> dict:
+        result = {"split": self.experiment, "seed": self.cfg["seed"],
+                  "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                  "data": {"targets": targets, "records": int(len(ds)),
+                           "noise_max_cv": self.cfg["noise_max_cv"], "synthetic": synthetic,
+                           "stats": ds.stats},
+                  "split_file": ", ".join(os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
+                                          for p in split_files),
+                  "cdmpp": self.cfg["cdmpp"], "quick": bool(self.args.quick), "rows": self.rows}
+        with open(os.path.join(self.out, "result.json"), "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+        if self.report_dir:
+            if synthetic and not self.args.quick and self.report_dir == os.path.join(ROOT, "bench", "results"):
+                log("report: synthetic data is never written to bench/results (use --report DIR)")
+            else:
+                log(f"report: {R.write_result(result, self.report_dir)}")
+        return result
+
+
+def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds: Dataset, idx,
+                 n: int = 1000) -> Optional[dict]:
+    """µs per program of `tempo predict --batch 1` (N programs minus 1 program, so loading is
+    excluded; JSON parsing included) and the largest relative difference to PyTorch."""
+    if not binary:
+        return None
+    idx = np.asarray(idx, dtype=np.int64)[:n]
+    if len(idx) < 2:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        many, one = os.path.join(tmp, "many.jsonl"), os.path.join(tmp, "one.jsonl")
+        with open(many, "w") as f:
+            for i in idx:
+                f.write(json.dumps(ds.ast(int(i), with_device=res.model.config.device)) + "\n")
+        with open(many) as f, open(one, "w") as g:
+            g.write(f.readline())
+
+        def run(path):
+            t0 = time.perf_counter()
+            p = subprocess.run([binary, "predict", model_path, path, "--batch", "1"],
+                               capture_output=True, text=True)
+            return time.perf_counter() - t0, p
+
+        try:
+            run(one)
+            t1, _ = run(one)
+            tn, p = run(many)
+        except OSError as e:
+            log(f"tempo timing skipped: {e}")
+            return None
+        if p.returncode != 0:
+            log(f"tempo predict failed ({p.returncode}): {p.stderr.strip()[:300]}")
+            return None
+        got = np.array([json.loads(l)["seconds"] for l in p.stdout.splitlines() if l.strip()])
+        want = C.predict_seconds(res.model, ds, idx, res.norm)
+        max_rel = float(np.max(np.abs(got - want) / np.abs(want))) if len(got) == len(want) else None
+        return {"us": max(0.0, tn - t1) / (len(idx) - 1) * 1e6, "max_rel": max_rel}
+
+
+# --------------------------------------------------------------------------------------
+# Experiments
+# --------------------------------------------------------------------------------------
+def model_name(cfg: dict, *parts: str) -> str:
+    return "-".join(["cdmpp", cfg["cdmpp"]["model"]] + [p for p in parts if p])
+
+
+def exp_random(cfg: dict, args) -> dict:
+    rn = Runner(cfg, args, "random")
+    rc = cfg["random"]
+    targets = list(args.targets or rc["targets"])
+    split_files, last_ds = [], None
+    synthetic = is_synthetic(cfg, targets)
+    total = 0
+    for target in targets:
+        ds = load_dataset(cfg, [target], rn.out)
+        total += len(ds)
+        split = S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"])
+        sf = S.write_split(split, ds, rn.splits_dir, tag=target)
+        split_files.append(sf)
+        tc = train_config(cfg, cmd_weight=rc.get("cmd_weight", 0.0))
+        name = model_name(cfg, target)
+        res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
+                      target_idx=split.test, device=False, desc=name)
+        rows = rn.cdmpp_rows(res, model_name(cfg), ds, {target: split.test})
+        rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
+        rn.baselines(ds, split.train, split.val, {target: split.test})
+        last_ds = ds
+    last_ds.stats = dict(last_ds.stats, records_all_targets=total)
+    return rn.finish(last_ds, targets, split_files, synthetic)
+
+
+def exp_cross_model(cfg: dict, args) -> dict:
+    rn = Runner(cfg, args, "cross-model")
+    mc = cfg["cross_model"]
+    target = (args.targets or [mc["target"]])[0]
+    ds = load_dataset(cfg, [target], rn.out)
+    synthetic = is_synthetic(cfg, [target])
+    split = S.cross_model_split(ds, mc["holdout_networks"], cfg["seed"], cfg["val_fraction"])
+    if not len(split.test) or not len(split.train):
+        raise SystemExit(f"cross-model: empty train or test set (hold-out networks "
+                         f"{mc['holdout_networks']}; counts {split.counts()})")
+    sf = S.write_split(split, ds, rn.splits_dir, tag=target)
+    tc = train_config(cfg, cmd_weight=mc.get("cmd_weight", 0.0))
+    name = model_name(cfg, "cross-model", target)
+    # CMD target domain: the (unlabelled) programs of the held-out tasks
+    res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
+                  target_idx=split.test, device=False, desc=name)
+    tests = {"held-out tasks": split.test}
+    rows = rn.cdmpp_rows(res, model_name(cfg), ds, tests)
+    rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
+    rn.baselines(ds, split.train, split.val, tests)
+    return rn.finish(ds, [target], [sf], synthetic)
+
+
+def exp_cross_device(cfg: dict, args) -> dict:
+    rn = Runner(cfg, args, "cross-device")
+    dc = cfg["cross_device"]
+    train_t, test_t = list(dc["train_targets"]), list(dc["test_targets"])
+    if args.targets:
+        raise SystemExit("cross-device: set the targets with --set cross_device.train_targets=[...] "
+                         "and cross_device.test_targets=[...]")
+    targets = train_t + test_t
+    ds = load_dataset(cfg, targets, rn.out)
+    synthetic = is_synthetic(cfg, targets)
+    split = S.cross_device_split(ds, train_t, test_t, cfg["seed"], cfg["val_fraction"],
+                                 dc["fractions"], dc["selections"])
+    sf = S.write_split(split, ds, rn.splits_dir)
+    for k, v in split.variants.items():
+        sel = v["finetune"]
+        xk = ds.pack_sum(sel) / ds.n_leaves[sel][:, None]
+        xa = ds.pack_sum(v["test"]) / ds.n_leaves[v["test"]][:, None]
+        lo, hi = ds.norm_stats(split.train)
+        from training import kmeans_sampling as ks
+        v["cmd_to_pool"] = ks.cmd(ks.program_vectors(xk, lo, hi), ks.program_vectors(xa, lo, hi))
+        log(f"selection {k}: {len(sel)} records, {len(np.unique(ds.task[sel]))} tasks, "
+            f"CMD to the rest {v['cmd_to_pool']:.4f}")
+    tc = train_config(cfg, cmd_weight=dc.get("cmd_weight", 0.0))
+    name = model_name(cfg, "cross-device")
+    res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
+                  target_idx=split.test, device=True, desc=name)
+    zero_tests = {f"{t} (all, zero-shot)": ds.indices_of_targets([t]) for t in test_t}
+    rows = rn.cdmpp_rows(res, model_name(cfg, "device"), ds, zero_tests)
+    rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
+    rn.baselines(ds, split.train, split.val, zero_tests)
+    ft_cfg = train_config(cfg, cmd_weight=dc.get("cmd_weight", 0.0),
+                          max_epochs=int(dc.get("finetune_epochs", 5)), patience=10 ** 6)
+    for key, v in split.variants.items():
+        label = f"{v['target']} ({v['method']} {100 * v['fraction']:g}%)"
+        tests = {label: v["test"]}
+        # zero-shot on exactly this variant's test records, for a like-for-like comparison
+        rn.cdmpp_rows(res, model_name(cfg, "device", "zero-shot"), ds, tests)
+        ft_train = np.concatenate([split.train, v["finetune"]])
+        ft = C.train(ds, ft_train, v["finetune"], ft_cfg, out_dir=None, target_idx=v["test"],
+                     device=True, init=res, desc=f"finetune {key}")
+        ft.train_time_s += res.train_time_s
+        rn.cdmpp_rows(ft, model_name(cfg, "device", "fine-tuned"), ds, tests,
+                      extra={"selection": v["method"], "fraction": v["fraction"],
+                             "finetune_records": int(len(v["finetune"])),
+                             "selection_cmd": v["cmd_to_pool"]})
+        rn.baselines(ds, ft_train, split.val, tests, tag="+target")
+    return rn.finish(ds, targets, [sf], synthetic)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m training.run",
+                                 description="Train and evaluate tempo's cost models on one split.")
+    ap.add_argument("experiment", choices=EXPERIMENTS)
+    ap.add_argument("--quick", action="store_true", help="smoke run: tiny model, few steps")
+    ap.add_argument("--data", help="data directory (default: config 'data')")
+    ap.add_argument("--out", help="output directory (default training/runs/<experiment>-<model>)")
+    ap.add_argument("--config", default=DEFAULT_CONFIG)
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--model", choices=["compact", "paper"])
+    ap.add_argument("--targets", nargs="+", help="random: targets; cross-model: the target")
+    ap.add_argument("--tempo", help="the tempo binary (featurize, timing)")
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--noise-max-cv", type=float, dest="noise_max_cv",
+                    help="drop records with std/mean above this (negative: keep all)")
+    ap.add_argument("--set", action="append", metavar="KEY=VALUE",
+                    help="override a config key, e.g. cdmpp.lr=1e-4 or mlp.max_epochs=50")
+    ap.add_argument("--report", help="results dir (default bench/results; --quick: OUT/report)")
+    ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--ship", help="copy converted CDMPP weights + cards here (e.g. weights)")
+    ap.add_argument("--splits-dir", help="where splits are written (default training/splits)")
+    ap.add_argument("--skip-baselines", action="store_true")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+    cfg = load_config(args)
+    cfg["progress"] = not args.no_progress
+    torch.set_num_threads(max(1, int(cfg["threads"])))
+    t0 = time.time()
+    fn = {"random": exp_random, "cross-model": exp_cross_model, "cross-device": exp_cross_device}
+    fn[args.experiment](cfg, args)
+    log(f"{args.experiment}: done in {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+"""Tests of training/: metrics, splits, CMD, KMeans selection, transforms, data loading, and an
+end-to-end --quick run on a SYNTHETIC dataset written to a temporary directory.
+
+    python3 -m unittest training.test_training      (from the repository root)
+"""
+import gzip
+import io
+import itertools
+import json
+import math
+import os
+import stat
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr
+
+import numpy as np
+import torch
+
+from converters import cdmpp_torch as ct
+from converters import random_programs as rp
+from converters import safetensors_io
+from converters.reference_engine import ReferenceEngine
+from training import cdmpp as C
+from training import kmeans_sampling as ks
+from training import metrics as M
+from training import splits as S
+from training import data as D
+from training.synthetic import SYNTHETIC_TARGETS, write_synthetic_data
+
+torch.set_num_threads(1)
+
+
+def quiet(fn, *a, **kw):
+    with redirect_stderr(io.StringIO()):
+        return fn(*a, **kw)
+
+
+class _SyntheticData:
+    """One synthetic data dir per test class (cheap: ~1000 records)."""
+    tmp = None
+    data = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="tempo-synthetic-")
+        cls.data = os.path.join(cls.tmp.name, "data")
+        cls.summary = write_synthetic_data(cls.data, n_tasks=10, per_task=24, seed=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def load(self, targets=SYNTHETIC_TARGETS[:1], **kw):
+        kw.setdefault("noise_max_cv", 0.01)
+        return quiet(D.load_records, self.data, list(targets), cache_dir=None, **kw)
+
+
+# --------------------------------------------------------------------------------------
+class Metrics(unittest.TestCase):
+    def test_mape_rmse_hand_values(self):
+        t, p = [1.0, 2.0, 4.0], [1.5, 1.0, 4.0]
+        self.assertAlmostEqual(M.mape(t, p), (0.5 + 0.5 + 0.0) / 3)
+        want = math.sqrt((math.log(1.5) ** 2 + math.log(0.5) ** 2) / 3)
+        self.assertAlmostEqual(M.rmse_log(t, p), want)
+
+    @staticmethod
+    def tau_reference(a, b):
+        """tau-b by the textbook double loop (no scipy)."""
+        a, b = [float(v) for v in a], [float(v) for v in b]
+        n = len(a)
+        c = d = ta = tb = 0
+        for i, j in itertools.combinations(range(n), 2):
+            sa = (a[i] > a[j]) - (a[i] < a[j])
+            sb = (b[i] > b[j]) - (b[i] < b[j])
+            if sa == 0:
+                ta += 1
+            if sb == 0:
+                tb += 1
+            if sa * sb > 0:
+                c += 1
+            elif sa * sb < 0:
+                d += 1
+        n0 = n * (n - 1) / 2
+        return (c - d) / math.sqrt((n0 - ta) * (n0 - tb))
+
+    def test_kendall_tau(self):
+        self.assertAlmostEqual(M.kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]), 4 / 6)
+        self.assertAlmostEqual(M.kendall_tau([1, 2, 3], [3, 2, 1]), -1.0)
+        self.assertTrue(math.isnan(M.kendall_tau([1, 1, 1], [1, 2, 3])))
+        rng = np.random.default_rng(0)
+        for n in (2, 5, 17, 60):
+            a = rng.integers(0, 6, n).astype(float)      # with ties
+            b = a + rng.integers(-3, 4, n)
+            if len(set(a)) > 1 and len(set(b)) > 1:
+                self.assertAlmostEqual(M.kendall_tau(a, b, chunk=7), self.tau_reference(a, b), 12)
+
+    def test_top_k_and_evaluate_per_task(self):
+        true = np.array([3.0, 1.0, 2.0, 10.0, 20.0])
+        pred = np.array([1.0, 3.0, 2.0, 5.0, 4.0])     # task 0: picks 3.0 first; task 1: picks 20
+        tasks = np.array([0, 0, 0, 1, 1])
+        self.assertAlmostEqual(M.top_k_score(true[:3], pred[:3], 1), 1.0 / 3.0)
+        self.assertAlmostEqual(M.top_k_score(true[:3], pred[:3], 2), 1.0 / 2.0)
+        self.assertAlmostEqual(M.top_k_score(true[:3], pred[:3], 5), 1.0)
+        ev = M.evaluate(true, tasks, pred_s=pred)
+        self.assertAlmostEqual(ev["top1"], (1 / 3 + 10 / 20) / 2)
+        self.assertAlmostEqual(ev["top5"], 1.0)
+        tau0 = M.kendall_tau(true[:3], pred[:3])
+        self.assertAlmostEqual(ev["kendall_tau"], (tau0 + -1.0) / 2)
+        self.assertEqual((ev["records"], ev["tasks"]), (5, 2))
+        # ranking-only model: rank_key, no seconds
+        ev2 = M.evaluate(true, tasks, rank_key=-1.0 / pred)
+        self.assertIsNone(ev2["mape"])
+        self.assertAlmostEqual(ev2["top1"], ev["top1"])
+
+
+# --------------------------------------------------------------------------------------
+class Cmd(unittest.TestCase):
+    def test_cmd_hand_computation(self):
+        # 1-D: x = {0, 2}, y = {1, 1}: equal means; central moments of x: 1, 0, 1, 0; of y: 0
+        x, y = np.array([[0.0], [2.0]]), np.array([[1.0], [1.0]])
+        self.assertAlmostEqual(ks.cmd(x, y, 5), 2.0)
+        self.assertAlmostEqual(float(C.cmd_loss(torch.tensor(x), torch.tensor(y), 5)), 2.0)
+        # 2-D with a mean shift: x = {(0,0),(2,2)}, y = {(1,3),(1,3)}
+        x2, y2 = np.array([[0.0, 0.0], [2.0, 2.0]]), np.array([[1.0, 3.0], [1.0, 3.0]])
+        want = math.sqrt(0 + 4) + math.sqrt(2) + 0 + math.sqrt(2) + 0
+        self.assertAlmostEqual(ks.cmd(x2, y2, 5), want)
+        self.assertAlmostEqual(float(C.cmd_loss(torch.tensor(x2), torch.tensor(y2), 5)), want)
+        self.assertAlmostEqual(ks.cmd(x2, y2, 1), 2.0)   # K = 1: the mean term only
+        rng = np.random.default_rng(0)
+        a, b = rng.normal(size=(50, 4)), rng.normal(1, 2, size=(70, 4))
+        self.assertAlmostEqual(float(C.cmd_loss(torch.tensor(a), torch.tensor(b))), ks.cmd(a, b), 10)
+        self.assertAlmostEqual(ks.cmd(a, a), 0.0)
+
+
+# --------------------------------------------------------------------------------------
+class KMeansSelection(unittest.TestCase):
+    def test_invariants(self):
+        rng = np.random.default_rng(0)
+        task_ids = np.repeat(np.arange(12), 10)
+        x = rng.normal(size=(len(task_ids), 5)) + task_ids[:, None] * 0.5
+        order = quiet(ks.kmeans_task_order, x, task_ids, 4, seed=3)
+        self.assertEqual(sorted(order), list(range(12)))          # every task once
+        for budget in (1, 7, 25, 120):
+            sel = quiet(ks.kmeans_select, x, task_ids, budget, seed=3)
+            self.assertEqual(len(sel), budget)
+            self.assertEqual(len(set(sel.tolist())), budget)
+            self.assertTrue(((sel >= 0) & (sel < len(x))).all())
+            # whole tasks in pick order, only the last one cut
+            picked = list(dict.fromkeys(task_ids[sel].tolist()))
+            k = math.ceil(budget / 10)
+            order_k = quiet(ks.kmeans_task_order, x, task_ids, k, seed=3)
+            self.assertEqual(picked, order_k[:len(picked)])
+            for t in picked[:-1]:
+                self.assertEqual(int((task_ids[sel] == t).sum()), 10)
+        a = quiet(ks.kmeans_select, x, task_ids, 25, seed=3)
+        b = quiet(ks.kmeans_select, x, task_ids, 25, seed=3)
+        np.testing.assert_array_equal(a, b)
+        r = ks.random_select(120, 12, seed=1)
+        self.assertEqual(len(set(r.tolist())), 12)
+        np.testing.assert_array_equal(r, ks.random_select(120, 12, seed=1))
+        self.assertEqual(ks.budget_for(1000, 0.01), 10)
+        self.assertEqual(ks.budget_for(50, 0.01), 1)
+
+    def test_picks_one_task_per_separated_cluster(self):
+        rng = np.random.default_rng(1)
+        centres = np.array([[0, 0], [100, 0], [0, 100]], dtype=float)
+        task_ids = np.repeat(np.arange(9), 8)                     # tasks 0-2 | 3-5 | 6-8
+        sizes = [3, 2, 1]                                         # cluster 0 is the largest
+        x = np.concatenate([centres[t // 3] + rng.normal(size=(8, 2)) for t in range(9)])
+        keep = np.concatenate([np.flatnonzero(task_ids // 3 == c)[:8 * sizes[c]] for c in range(3)])
+        order = quiet(ks.kmeans_task_order, x[keep], task_ids[keep], 3, seed=0)
+        clusters = [t // 3 for t in order[:3]]
+        self.assertEqual(clusters, [0, 1, 2])                     # largest cluster first
+
+
+# --------------------------------------------------------------------------------------
+class Transforms(unittest.TestCase):
+    def test_boxcox_matches_sklearn_and_round_trips(self):
+        from sklearn.preprocessing import PowerTransformer
+        rng = np.random.default_rng(0)
+        lat = np.exp(rng.normal(-9, 1.5, 500))
+        tr = D.fit_output_transform(lat, "boxcox")
+        pt = PowerTransformer(method="box-cox").fit(lat.reshape(-1, 1))
+        z = tr.forward(torch.from_numpy(lat)).numpy()
+        np.testing.assert_allclose(z, pt.transform(lat.reshape(-1, 1))[:, 0], rtol=1e-9, atol=1e-9)
+        back = tr.inverse(torch.from_numpy(z)).numpy()
+        np.testing.assert_allclose(back, lat, rtol=1e-9)
+        np.testing.assert_allclose(back, pt.inverse_transform(z.reshape(-1, 1))[:, 0], rtol=1e-9)
+        for kind in ("log", "none"):
+            t2 = D.fit_output_transform(lat, kind)
+            np.testing.assert_allclose(t2.inverse(t2.forward(torch.from_numpy(lat))).numpy(), lat,
+                                       rtol=1e-9)
+
+    def test_trained_bn_folds_into_the_converted_file(self):
+        """A model after a few training steps (non-trivial BN statistics) converted through
+        converters/convert.py predicts the same seconds in the numpy reference engine."""
+        rng = np.random.default_rng(0)
+        cfg = ct.compact_config(d_model=16, ffn_dim=16, layers=1, embed_dims=[16, 8],
+                                decoder_dims=[8], max_leaves=6, device=True, device_dims=[8, 8])
+        prof = rp.random_profile(rng, 164)
+        asts = [rp.random_program(rng, prof, int(rng.integers(1, 7)), device=True) for _ in range(40)]
+        lo, hi = prof.norm_min, prof.norm_max
+        model = ct.CdmppModel(cfg, ct.OutputTransform("boxcox", 0.1, -5.0, 2.0))
+        x, mask, dev = ct.preprocess(asts, lo, hi, cfg, dtype=torch.float32)
+        opt = torch.optim.Adam(model.parameters(), 1e-2)
+        model.train()
+        for _ in range(5):
+            loss = (model(x, mask, dev) - 1.0).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        res = C.TrainResult(model, (lo, hi), model.output_transform, [], 0, 0.0, 0.0, 5,
+                            ct.count_parameters(model))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.safetensors")
+            C.export(res, path, {"test": True}, selftest=2)
+            tensors, meta = safetensors_io.load_file(path)
+            self.assertNotIn("embed.0.bn.running_mean", tensors)
+            self.assertIn("shared_bn.scale", tensors)
+            eng = ReferenceEngine(path)
+            with torch.no_grad():
+                want = model.double().predict_seconds(x.double(), mask, dev.double()).numpy()
+            got = np.array([eng.predict(a)[1] for a in asts[:8]])
+            np.testing.assert_allclose(got, want[:8], rtol=1e-4)
+
+
+# --------------------------------------------------------------------------------------
+class Data(_SyntheticData, unittest.TestCase):
+    def test_loading_filters_and_files(self):
+        ds = self.load()
+        st = ds.stats
+        self.assertEqual(st["read"], 240)          # the unfinished line and failures are not read
+        self.assertGreater(st["dropped_noisy"], 0)
+        self.assertEqual(len(ds), st["read"] - st["dropped_noisy"] - st["dropped_small_task"])
+        self.assertEqual(len(set(ds.keys)), len(ds))
+        all_ = self.load(noise_max_cv=None)
+        self.assertEqual(len(all_), 240)
+        self.assertIn("resnet_50", ds.task_networks[ds.task_names[0]])
+        capped = self.load(max_leaves=3)
+        self.assertLessEqual(int(capped.n_leaves.max()), 3)
+        exact = self.load(exact_leaves=2)
+        self.assertTrue((exact.n_leaves == 2).all())
+        # a truncated gzip member at the end (shard being compressed): complete lines kept
+        d = os.path.join(self.tmp.name, "trunc")
+        os.makedirs(os.path.join(d, "targets"))
+        os.makedirs(os.path.join(d, "t"))
+        with open(os.path.join(d, "targets", "t.json"), "w") as f:
+            json.dump({"cdmpp_device_features": [1] * 8}, f)
+        src = os.path.join(self.data, SYNTHETIC_TARGETS[0], "records-1-0001.jsonl")
+        with open(src, "rb") as f:
+            blob = gzip.compress(f.read())
+        with open(os.path.join(d, "t", "records-0.jsonl.gz"), "wb") as f:
+            f.write(blob[: len(blob) // 2])
+        part = quiet(D.load_records, d, ["t"], noise_max_cv=None)
+        self.assertGreater(len(part), 0)
+
+    def test_batch_equals_reference_preprocess(self):
+        ds = self.load()
+        lo, hi = ds.norm_stats(np.arange(len(ds)))
+        idx = np.array([0, 5, 17, 40, 41])
+        asts = [ds.ast(int(i), with_device=True) for i in idx]
+        cfg = ct.compact_config(max_leaves=16, device=True, device_dims=[64, 64])
+        xr, mr, dr = ct.preprocess(asts, lo, hi, cfg, dtype=torch.float64)
+        x, m, dv = ds.batch(idx, lo, hi, 16, device=True, dtype=torch.float64)
+        np.testing.assert_allclose(x.numpy(), xr.numpy(), atol=1e-12)
+        np.testing.assert_array_equal(m.numpy(), mr.numpy())
+        np.testing.assert_allclose(dv.numpy(), dr.numpy())
+        sub = ds.subset(idx)
+        np.testing.assert_array_equal(sub.batch(np.arange(5), lo, hi, 16)[0].numpy(),
+                                      ds.batch(idx, lo, hi, 16)[0].numpy())
+        np.testing.assert_allclose(ds.pack_sum(idx[:1]),
+                                   np.asarray(asts[0]["features"]).sum(0, keepdims=True), rtol=1e-6)
+
+    def test_featurize_fallback_and_missing_binary(self):
+        # records without "ast": a missing binary is a clear error ...
+        d = os.path.join(self.tmp.name, "noast")
+        write_synthetic_data(d, n_tasks=3, per_task=6, targets=["x.t1"], seed=2, with_ast=False)
+        with self.assertRaises(D.DataError) as e:
+            quiet(D.load_records, d, ["x.t1"], tempo_binary=os.path.join(d, "no-such-tempo"))
+        self.assertIn("tempo binary was not found", str(e.exception))
+        # ... and a binary that writes `lab featurize` output is joined on task#sid
+        withast = os.path.join(self.tmp.name, "withast")
+        write_synthetic_data(withast, n_tasks=3, per_task=6, targets=["x.t1"], seed=2)
+        fake = os.path.join(self.tmp.name, "fake-tempo")
+        with open(fake, "w") as f:
+            f.write("#!" + sys.executable + "\n"
+                    "import sys, json\n"
+                    "sys.path.insert(0, %r)\n"
+                    "from training.data import record_files, iter_jsonl\n"
+                    "a = sys.argv; out = a[a.index('-o') + 1]\n"
+                    "with open(out, 'w') as o:\n"
+                    "    for p in record_files(%r):\n"
+                    "        for _, r in iter_jsonl(p):\n"
+                    "            ast = dict(r['ast'], id=r['task'] + '#' + r['sid'])\n"
+                    "            o.write(json.dumps(ast) + '\\n')\n"
+                    % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       os.path.join(withast, "x.t1")))
+        os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+        cache = os.path.join(self.tmp.name, "cache")
+        ds = quiet(D.load_records, d, ["x.t1"], tempo_binary=fake, cache_dir=cache, noise_max_cv=None)
+        ref = quiet(D.load_records, withast, ["x.t1"], noise_max_cv=None)
+        self.assertEqual(ds.stats["featurized"], len(ds))
+        np.testing.assert_array_equal(ds.rows, ref.rows)
+        self.assertEqual(len(os.listdir(cache)), 1)
+
+
+# --------------------------------------------------------------------------------------
+class Splits(_SyntheticData, unittest.TestCase):
+    def test_random_split(self):
+        ds = self.load()
+        a = S.random_split(ds, seed=7)
+        parts = [a.train, a.val, a.test]
+        allidx = np.concatenate(parts)
+        self.assertEqual(len(allidx), len(ds))
+        self.assertEqual(len(np.unique(allidx)), len(ds))
+        for t in range(len(ds.task_names)):
+            n = int((ds.task == t).sum())
+            self.assertEqual(int((ds.task[a.test] == t).sum()), int(round(0.2 * n)))
+        b = S.random_split(ds, seed=7)
+        for x, y in zip(parts, [b.train, b.val, b.test]):
+            np.testing.assert_array_equal(x, y)
+        c = S.random_split(ds, seed=8)
+        self.assertFalse(np.array_equal(a.test, c.test))
+        # a group's split does not depend on the other records present
+        sub = ds.subset(np.flatnonzero(ds.task != 0))
+        d = S.random_split(sub, seed=7)
+        self.assertEqual({sub.keys[i] for i in d.test},
+                         {ds.keys[i] for i in a.test if ds.task[i] != 0})
+        # written down and read back
+        with tempfile.TemporaryDirectory() as tmp:
+            path = S.write_split(a, ds, tmp, tag="x")
+            mem = S.read_members(path)
+            self.assertEqual(mem["test"], {ds.keys[i] for i in a.test})
+            self.assertEqual(json.load(open(path))["seed"], 7)
+
+    def test_cross_model_split(self):
+        ds = self.load()
+        hold = ["resnet_50", "bert_tiny"]
+        sp = S.cross_model_split(ds, hold, seed=0)
+        for i in np.concatenate([sp.train, sp.val]):
+            self.assertFalse(set(ds.task_networks[ds.task_names[ds.task[i]]]) & set(hold))
+        test_tasks = {ds.task_names[t] for t in ds.task[sp.test]}
+        self.assertEqual(test_tasks, set(S.holdout_tasks(ds, hold)))
+        self.assertTrue(test_tasks)
+        self.assertEqual(len(sp.train) + len(sp.val) + len(sp.test), len(ds))
+        np.testing.assert_array_equal(sp.val, S.cross_model_split(ds, hold, seed=0).val)
+
+    def test_cross_device_split(self):
+        tr, te = list(SYNTHETIC_TARGETS[:2]), list(SYNTHETIC_TARGETS[2:])
+        ds = self.load(SYNTHETIC_TARGETS)
+        sp = quiet(S.cross_device_split, ds, tr, te, seed=0, fractions=[0.05], methods=["kmeans", "random"])
+        self.assertEqual({ds.target_names[t] for t in ds.target[np.concatenate([sp.train, sp.val])]}, set(tr))
+        self.assertEqual({ds.target_names[t] for t in ds.target[sp.test]}, set(te))
+        self.assertEqual(len(sp.variants), 4)
+        for v in sp.variants.values():
+            pool = ds.indices_of_targets([v["target"]])
+            self.assertEqual(len(v["finetune"]), ks.budget_for(len(pool), 0.05))
+            self.assertEqual(len(np.intersect1d(v["finetune"], v["test"])), 0)
+            np.testing.assert_array_equal(np.union1d(v["finetune"], v["test"]), pool)
+
+
+# --------------------------------------------------------------------------------------
+class EndToEnd(_SyntheticData, unittest.TestCase):
+    def test_quick_runs(self):
+        from training import run
+        out = os.path.join(self.tmp.name, "out")
+        args = ["--quick", "--no-progress", "--data", self.data, "--out", out]
+        quiet(run.main, ["random", "--targets", SYNTHETIC_TARGETS[0]] + args)
+        model = os.path.join(out, "models", f"cdmpp-compact-{SYNTHETIC_TARGETS[0]}.safetensors")
+        tensors, meta = safetensors_io.load_file(model)
+        self.assertEqual(meta["tempo.model"], "cdmpp")
+        card = json.loads(meta["tempo.card"])
+        self.assertTrue(card["data"]["synthetic"])
+        self.assertEqual(card["split"]["name"], "random")
+        self.assertIn("mape", card["metrics"][SYNTHETIC_TARGETS[0]])
+        self.assertIn("selftest.output", tensors)
+        # the converted file agrees with the trained model (numpy reference engine)
+        ckpt = torch.load(model[:-len(".safetensors")] + ".pt")
+        m = ct.CdmppModel(ct.CdmppConfig.from_dict(ckpt["config"]),
+                          ct.OutputTransform.from_dict(ckpt["output_transform"]))
+        m.load_state_dict(ckpt["state_dict"])
+        m.eval()
+        ds = self.load()
+        asts = [ds.ast(i) for i in range(4)]
+        x, mask, _ = ct.preprocess(asts, ckpt["norm"]["min"], ckpt["norm"]["max"], m.config)
+        with torch.no_grad():
+            want = m.double().predict_seconds(x, mask).numpy()
+        eng = ReferenceEngine(model)
+        got = np.array([eng.predict(a)[1] for a in asts])
+        np.testing.assert_allclose(got, want, rtol=1e-3)
+        res = json.load(open(os.path.join(out, "result.json")))
+        models = {r["model"] for r in res["rows"]}
+        self.assertEqual(models, {"cdmpp-compact", "xgboost-log", "xgboost-throughput", "mlp-segsum"})
+        md = open(os.path.join(out, "report", "accuracy.md")).read()
+        self.assertIn("## random", md)
+        self.assertTrue(os.path.exists(os.path.join(out, "splits", f"random.{SYNTHETIC_TARGETS[0]}.json")))
+        for r in res["rows"]:
+            if r.get("scatter"):
+                self.assertTrue(os.path.exists(os.path.join(out, "report", r["scatter"])))
+        # cross-device: the device branch, CMD, one KMeans few-shot variant (no baselines)
+        out2 = os.path.join(self.tmp.name, "out2")
+        quiet(run.main, ["cross-device", "--quick", "--no-progress", "--data", self.data,
+                         "--out", out2, "--skip-baselines",
+                         "--set", "cross_device.train_targets=" + json.dumps(list(SYNTHETIC_TARGETS[:2])),
+                         "--set", "cross_device.test_targets=" + json.dumps([SYNTHETIC_TARGETS[2]]),
+                         "--set", "cross_device.fractions=[0.05]",
+                         "--set", "cross_device.selections=[\"kmeans\"]"])
+        t2, meta2 = safetensors_io.load_file(os.path.join(out2, "models", "cdmpp-compact-cross-device.safetensors"))
+        self.assertTrue(json.loads(meta2["tempo.config"])["device"])
+        self.assertIn("device_mlp.0.linear.weight", t2)
+        rows2 = json.load(open(os.path.join(out2, "result.json")))["rows"]
+        self.assertIn("cdmpp-compact-device-fine-tuned", {r["model"] for r in rows2})
+
+
+if __name__ == "__main__":
+    unittest.main()
