@@ -1,6 +1,6 @@
 // tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify]
 // Reads compact ASTs (one JSON object per line), prints one JSON object per program:
-//   {"line": 3, "id": "…", "seconds": 1.2e-4[, "measured_s": …]}
+//   {"line": 3, "id": "…", "task": "…", "seconds": 1.2e-4[, "measured_s": …]}
 // A bad line is reported on stderr as FILE:LINE: field …; the others are still predicted and
 // the exit status is 1.
 #include <cstdlib>
@@ -29,6 +29,7 @@ constexpr const char* kPredictUsage =
 struct Pending {
     std::size_t line;
     CompactAst ast;
+    std::string task;               // a dataset record's task key, echoed
     std::optional<double> measured; // a dataset record's mean latency, echoed
 };
 
@@ -37,6 +38,10 @@ void print(const Pending& p, double seconds) {
     if (!p.ast.id.empty()) {
         out += ",\"id\":";
         json::write_string(out, p.ast.id);
+    }
+    if (!p.task.empty()) {
+        out += ",\"task\":";
+        json::write_string(out, p.task);
     }
     out += ",\"seconds\":";
     json::write_number(out, seconds);
@@ -123,7 +128,8 @@ int predict_main(int argc, char** argv) {
         try {
             const json::Value doc = json::parse(line, where);
             const json::Node root(doc, where);
-            Pending p{number, compact_ast_from_json(root), std::nullopt};
+            Pending p{number, compact_ast_from_json(root), {}, std::nullopt};
+            if (auto task = root.find("task")) p.task = task->as_string();
             if (auto latency = root.find("latency_s")) p.measured = (*latency)["mean"].as_double();
             model->validate(p.ast, where);
             pending.push_back(std::move(p));
