@@ -18,7 +18,8 @@ using namespace tempo::loopnest;
 
 namespace {
 
-Task task(const std::string& op, std::vector<std::pair<std::string, std::vector<std::int64_t>>> params,
+Task task(const std::string& op,
+          std::vector<std::pair<std::string, std::vector<std::int64_t>>> params,
           std::vector<std::string> epilogue) {
     Task t;
     t.op = op;
@@ -31,18 +32,45 @@ Task task(const std::string& op, std::vector<std::pair<std::string, std::vector<
 
 int main() {
     const std::vector<Task> tasks = {
-        task("conv2d_nhwc", {{"N", {1}}, {"H", {56}}, {"W", {56}}, {"C", {64}}, {"K", {64}}, {"R", {3}}, {"S", {3}},
-                             {"stride", {1, 1}}, {"padding", {1, 1}}, {"dilation", {1, 1}}, {"groups", {1}}},
+        task("conv2d_nhwc",
+             {{"N", {1}},
+              {"H", {56}},
+              {"W", {56}},
+              {"C", {64}},
+              {"K", {64}},
+              {"R", {3}},
+              {"S", {3}},
+              {"stride", {1, 1}},
+              {"padding", {1, 1}},
+              {"dilation", {1, 1}},
+              {"groups", {1}}},
              {"bias_add", "add", "relu"}),
-        task("conv2d_nhwc", {{"N", {1}}, {"H", {112}}, {"W", {112}}, {"C", {96}}, {"K", {96}}, {"R", {3}}, {"S", {3}},
-                             {"stride", {2, 2}}, {"padding", {1, 1}}, {"dilation", {1, 1}}, {"groups", {96}}},
+        task("conv2d_nhwc",
+             {{"N", {1}},
+              {"H", {112}},
+              {"W", {112}},
+              {"C", {96}},
+              {"K", {96}},
+              {"R", {3}},
+              {"S", {3}},
+              {"stride", {2, 2}},
+              {"padding", {1, 1}},
+              {"dilation", {1, 1}},
+              {"groups", {96}}},
              {"bias_add", "relu6"}),
         task("dense", {{"M", {128}}, {"N", {3072}}, {"K", {768}}}, {"bias_add", "gelu"}),
-        task("batch_matmul", {{"B", {12}}, {"M", {128}}, {"N", {128}}, {"K", {64}}, {"transpose_b", {1}}, {"broadcast_b", {0}}},
+        task("batch_matmul",
+             {{"B", {12}},
+              {"M", {128}},
+              {"N", {128}},
+              {"K", {64}},
+              {"transpose_b", {1}},
+              {"broadcast_b", {0}}},
              {"scale"}),
         task("softmax", {{"rows", {1536}}, {"cols", {128}}}, {}),
     };
-    std::printf("| task | programs | leaves (mean) | featurize µs/program (median) | lower µs/program (median) |\n");
+    std::printf("| task | programs | leaves (mean) | featurize µs/program (median) | lower "
+                "µs/program (median) |\n");
     std::printf("|---|---|---|---|---|\n");
     using clock = std::chrono::steady_clock;
     auto median = [](std::vector<double> v) {
@@ -71,7 +99,8 @@ int main() {
         }
         worst = std::max(worst, median(feat));
         std::printf("| %s | %zu | %.1f | %.1f | %.1f |\n", t.key().c_str(), feat.size(),
-                    leaves / static_cast<double>(feat.size()), median(feat) * 1e6, median(low) * 1e6);
+                    leaves / static_cast<double>(feat.size()), median(feat) * 1e6,
+                    median(low) * 1e6);
     }
     std::printf("\nworst task: %.1f µs per program (target ≤ 50 µs)\n", worst * 1e6);
     return worst <= 50e-6 ? 0 : 1;

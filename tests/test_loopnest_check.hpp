@@ -31,7 +31,8 @@ inline void check_task(const Task& task, int count = 50, int min_distinct = 50) 
     auto results = tempo::lab::check_programs(dag, cases, stem, codegen, "-Wall -Wextra -Werror");
     int passed = 0;
     for (std::size_t i = 0; i < results.size(); ++i) {
-        INFO(results[i].symbol << ": " << results[i].message << "\n" << to_string(cases[i].program));
+        INFO(results[i].symbol << ": " << results[i].message << "\n"
+                               << to_string(cases[i].program));
         CHECK(results[i].ok);
         passed += results[i].ok;
     }

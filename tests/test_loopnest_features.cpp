@@ -71,7 +71,8 @@ struct WorkedExample {
 } // namespace
 
 TEST_CASE("worked example matches oracle_vectors.json field by field") {
-    const std::string text = read_text(std::string(TEMPO_FIXTURES_DIR) + "/loopnest/oracle_vectors.json");
+    const std::string text =
+        read_text(std::string(TEMPO_FIXTURES_DIR) + "/loopnest/oracle_vectors.json");
     WorkedExample ex;
     auto ast = featurize(ex.program);
     auto tree = number_array(text, "serialized_tree");
@@ -116,7 +117,8 @@ TEST_CASE("compact AST of a hand-built nest: ids, serialization, transparent Seq
     attr.children.push_back(std::move(realize));
     p.root.children.push_back(std::move(attr));
     auto ast = featurize(p);
-    const std::vector<std::int32_t> tree = {0, 1, 2, 3, 4, -1, -1, 5, 6, 7, -1, -1, 8, -1, -1, -1, -1, -1};
+    const std::vector<std::int32_t> tree = {0, 1,  2,  3, 4,  -1, -1, 5,  6,
+                                            7, -1, -1, 8, -1, -1, -1, -1, -1};
     CHECK(ast.tree == tree);
     CHECK(ast.leaf_ids == std::vector<std::int32_t>{4, 7, 8});
     CHECK(ast.features.size() == 3 * kFeatureDim);

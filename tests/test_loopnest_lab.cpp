@@ -43,7 +43,8 @@ TEST_CASE("tempo lab tasks / sample / emit") {
     CHECK(tasks.str().rfind("#index\tweight", 0) == 0);
 
     std::ostringstream sample;
-    CHECK(lab::lab_sample(lab::parse_lab_options({"sample", "--task", "3", "-n", "5"}, kWorkloads), sample) == 0);
+    CHECK(lab::lab_sample(lab::parse_lab_options({"sample", "--task", "3", "-n", "5"}, kWorkloads),
+                          sample) == 0);
     std::istringstream lines(sample.str());
     std::string line;
     int n = 0;
@@ -64,9 +65,11 @@ TEST_CASE("tempo lab tasks / sample / emit") {
     for (std::size_t i = 0; i < w.tasks.size(); ++i) {
         if (!ops.insert(w.tasks[i].task.op).second) continue;
         std::ostringstream c;
-        CHECK(lab::lab_emit(lab::parse_lab_options({"emit", "--task", std::to_string(i), "--seed", "2"}, kWorkloads), c) == 0);
-        const std::string stem = std::string(TEMPO_TEST_TMP_DIR) + "/loopnest_emit_" + w.tasks[i].task.op + "_" +
-                                 std::to_string(::getpid());
+        CHECK(lab::lab_emit(lab::parse_lab_options(
+                                {"emit", "--task", std::to_string(i), "--seed", "2"}, kWorkloads),
+                            c) == 0);
+        const std::string stem = std::string(TEMPO_TEST_TMP_DIR) + "/loopnest_emit_" +
+                                 w.tasks[i].task.op + "_" + std::to_string(::getpid());
         INFO(w.tasks[i].task.key());
         CHECK_NOTHROW(lab::compile_shared(c.str(), stem, "-Wall -Wextra -Werror"));
     }

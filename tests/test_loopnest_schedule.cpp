@@ -16,8 +16,18 @@ using loopnest_test::make_task;
 namespace {
 
 Task resnet_conv() {
-    return make_task("conv2d_nhwc", {{"N", {1}}, {"H", {56}}, {"W", {56}}, {"C", {64}}, {"K", {64}}, {"R", {3}}, {"S", {3}},
-                                     {"stride", {1, 1}}, {"padding", {1, 1}}, {"dilation", {1, 1}}, {"groups", {1}}},
+    return make_task("conv2d_nhwc",
+                     {{"N", {1}},
+                      {"H", {56}},
+                      {"W", {56}},
+                      {"C", {64}},
+                      {"K", {64}},
+                      {"R", {3}},
+                      {"S", {3}},
+                      {"stride", {1, 1}},
+                      {"padding", {1, 1}},
+                      {"dilation", {1, 1}},
+                      {"groups", {1}}},
                      {"bias_add", "add", "relu"});
 }
 
@@ -35,8 +45,11 @@ std::vector<double> number_array(const std::string& text, const std::string& key
 
 TEST_CASE("sketches: fused at level 1, 2 or unfused; cache write for an output reduction") {
     CHECK(ScheduleSpace(build_dag(resnet_conv())).sketch_count() == 3);
-    CHECK(ScheduleSpace(build_dag(make_task("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}}))).sketch_count() == 3);
-    CHECK(ScheduleSpace(build_dag(make_task("global_avg_pool2d_nhwc", {{"N", {1}}, {"H", {4}}, {"W", {4}}, {"C", {8}}}))).sketch_count() == 1);
+    CHECK(ScheduleSpace(build_dag(make_task("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}})))
+              .sketch_count() == 3);
+    CHECK(ScheduleSpace(build_dag(make_task("global_avg_pool2d_nhwc",
+                                            {{"N", {1}}, {"H", {4}}, {"W", {4}}, {"C", {8}}})))
+              .sketch_count() == 1);
     // bias_add and the residual add are inlined, the padding (a branch) is not.
     ScheduleSpace space(build_dag(resnet_conv()));
     std::mt19937_64 rng(3);
@@ -66,13 +79,22 @@ TEST_CASE("tiles are exact divisor splits, innermost ≤ 64; sampling is determi
 }
 
 TEST_CASE("schedule JSON round trip replays to the same program and features") {
-    for (const Task& task : {resnet_conv(), make_task("dense", {{"M", {64}}, {"N", {128}}, {"K", {32}}}),
-                             make_task("avg_pool2d_nhwc", {{"N", {1}}, {"H", {14}}, {"W", {14}}, {"C", {32}}, {"kernel", {3, 3}},
-                                                           {"stride", {2, 2}}, {"padding", {1, 1}}, {"count_include_pad", {0}}})}) {
+    for (const Task& task :
+         {resnet_conv(), make_task("dense", {{"M", {64}}, {"N", {128}}, {"K", {32}}}),
+          make_task("avg_pool2d_nhwc", {{"N", {1}},
+                                        {"H", {14}},
+                                        {"W", {14}},
+                                        {"C", {32}},
+                                        {"kernel", {3, 3}},
+                                        {"stride", {2, 2}},
+                                        {"padding", {1, 1}},
+                                        {"count_include_pad", {0}}})}) {
         for (const auto& p : loopnest_test::random_programs(task, 20, 9)) {
             const ComputeDag dag = build_dag(task);
-            const std::string text = tempo::json::dump(schedule_to_json(p.schedule, scheduled_dag(dag, p.schedule)));
-            const Schedule back = schedule_from_json(tempo::json::parse(text, "schedule"), "schedule");
+            const std::string text =
+                tempo::json::dump(schedule_to_json(p.schedule, scheduled_dag(dag, p.schedule)));
+            const Schedule back =
+                schedule_from_json(tempo::json::parse(text, "schedule"), "schedule");
             CHECK(back == p.schedule);
             validate_schedule(dag, back, "schedule");
             const LoweredProgram replay = Lowerer(dag, back).run();
@@ -87,15 +109,22 @@ TEST_CASE("bad schedules are refused with the field named") {
     const std::string text =
         R"({"cache_write":-1,"stages":[{"attach":"root","tiles":[[2,2,2,2],[1,1,1,8],[8,1]]}]})";
     Schedule s = schedule_from_json(tempo::json::parse(text, "s"), "s");
-    CHECK_THROWS_WITH_AS(validate_schedule(dag, s, "s"), doctest::Contains("s.stages[0]"), tempo::Error);
-    CHECK_THROWS_AS(schedule_from_json(tempo::json::parse(R"({"cache_write":-1,"stages":[{"attach":"up"}]})", "s"), "s"),
-                    tempo::Error);
+    CHECK_THROWS_WITH_AS(validate_schedule(dag, s, "s"), doctest::Contains("s.stages[0]"),
+                         tempo::Error);
+    CHECK_THROWS_AS(
+        schedule_from_json(
+            tempo::json::parse(R"({"cache_write":-1,"stages":[{"attach":"up"}]})", "s"), "s"),
+        tempo::Error);
 }
 
 TEST_CASE("a scheduled 64x64x64 matmul lowers to the worked example's nest") {
     // b: 1; i, j: S0 = 8, S3 = 8; k: R0 = 64; parallel i0, vectorised j3, auto-unroll 16.
-    const Task task = make_task("batch_matmul", {{"B", {1}}, {"M", {64}}, {"N", {64}}, {"K", {64}},
-                                                 {"transpose_b", {0}}, {"broadcast_b", {0}}});
+    const Task task = make_task("batch_matmul", {{"B", {1}},
+                                                 {"M", {64}},
+                                                 {"N", {64}},
+                                                 {"K", {64}},
+                                                 {"transpose_b", {0}},
+                                                 {"broadcast_b", {0}}});
     const ComputeDag dag = build_dag(task);
     Schedule s;
     StageSchedule st;
@@ -105,8 +134,9 @@ TEST_CASE("a scheduled 64x64x64 matmul lowers to the worked example's nest") {
     const LoweredProgram p = Lowerer(dag, s).run();
     const auto ast = featurize(p);
     // root, realize_scope, realize, i0, pragma, j0, {i3, j3, init}, {k0, i3, j3, update}
-    CHECK(ast.tree == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, -1, -1, -1, 9, 10, 11, 12,
-                                                -1, -1, -1, -1, -1, -1, -1, -1, -1, -1});
+    CHECK(ast.tree == std::vector<std::int32_t>{0,  1,  2,  3,  4,  5,  6,  7,  8,
+                                                -1, -1, -1, 9,  10, 11, 12, -1, -1,
+                                                -1, -1, -1, -1, -1, -1, -1, -1});
     CHECK(ast.leaf_ids == std::vector<std::int32_t>{8, 12});
     std::ifstream in(std::string(TEMPO_FIXTURES_DIR) + "/loopnest/oracle_vectors.json");
     std::stringstream ss;
@@ -117,5 +147,26 @@ TEST_CASE("a scheduled 64x64x64 matmul lowers to the worked example's nest") {
         CHECK(ast.leaf(0)[f] == doctest::Approx(s1[f]).epsilon(1e-6));
         // The example's update loop i1' is unrolled; Ansor's CPU schedules never are.
         if (f < 27 || f > 37) CHECK(ast.leaf(1)[f] == doctest::Approx(s2[f]).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("a fused schedule edited into inconsistency is refused") {
+    const ComputeDag dag = build_dag(resnet_conv());
+    ScheduleSpace space(dag);
+    std::mt19937_64 rng(2);
+    for (int i = 0; i < 50; ++i) {
+        Schedule s = space.sample(rng);
+        for (std::size_t k = 0; k < s.stages.size(); ++k) {
+            if (s.stages[k].attach != Attach::At) continue;
+            Schedule bad = s;
+            bad.stages[k].attach_iter = 99;
+            CHECK_THROWS_AS(validate_schedule(dag, bad, "s"), tempo::Error);
+            if (s.stages[k].tiled()) {
+                bad = s;
+                bad.stages[s.stages[k].attach_stage].follow_level =
+                    3 - bad.stages[s.stages[k].attach_stage].follow_level;
+                CHECK_THROWS_AS(validate_schedule(dag, bad, "s"), tempo::Error);
+            }
+        }
     }
 }

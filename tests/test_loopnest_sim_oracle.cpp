@@ -35,20 +35,30 @@ json::Value expr_json(const Expr& e, const std::vector<Tensor>& tensors) {
     auto j = [&](const Expr& x) { return expr_json(x, tensors); };
     const bool f = e->dtype == DType::Float32;
     switch (e->kind) {
-    case ExprKind::IntImm: return json::Value::Array{"int", e->int_value};
-    case ExprKind::FloatImm: return json::Value::Array{"fimm", e->float_value};
-    case ExprKind::Var: return json::Value::Array{"var", e->name + "#" + std::to_string(e->int_value)};
+    case ExprKind::IntImm:
+        return json::Value::Array{"int", e->int_value};
+    case ExprKind::FloatImm:
+        return json::Value::Array{"fimm", e->float_value};
+    case ExprKind::Var:
+        return json::Value::Array{"var", e->name + "#" + std::to_string(e->int_value)};
     case ExprKind::Load: {
         json::Value::Array idx;
         for (const Expr& i : e->args) idx.push_back(j(i));
         return json::Value::Array{"load", tensors[e->int_value].name, idx};
     }
-    case ExprKind::Add: return json::Value::Array{f ? "fadd" : "add", j(e->args[0]), j(e->args[1])};
-    case ExprKind::Mul: return json::Value::Array{f ? "fmul" : "mul", j(e->args[0]), j(e->args[1])};
-    case ExprKind::Sub: return json::Value::Array{"sub", j(e->args[0]), j(e->args[1])};
-    case ExprKind::FloorDiv: return json::Value::Array{"floordiv", j(e->args[0]), j(e->args[1])};
-    case ExprKind::FloorMod: return json::Value::Array{"floormod", j(e->args[0]), j(e->args[1])};
-    default: FAIL("expression kind outside sim_oracle's vocabulary"); return {};
+    case ExprKind::Add:
+        return json::Value::Array{f ? "fadd" : "add", j(e->args[0]), j(e->args[1])};
+    case ExprKind::Mul:
+        return json::Value::Array{f ? "fmul" : "mul", j(e->args[0]), j(e->args[1])};
+    case ExprKind::Sub:
+        return json::Value::Array{"sub", j(e->args[0]), j(e->args[1])};
+    case ExprKind::FloorDiv:
+        return json::Value::Array{"floordiv", j(e->args[0]), j(e->args[1])};
+    case ExprKind::FloorMod:
+        return json::Value::Array{"floormod", j(e->args[0]), j(e->args[1])};
+    default:
+        FAIL("expression kind outside sim_oracle's vocabulary");
+        return {};
     }
 }
 
@@ -80,9 +90,12 @@ void collect_stores(const LoopNode& n, const LoweredProgram& p, json::Value::Arr
 
 TEST_CASE("100 random dense schedules agree with sim_oracle.py on every feature") {
     std::vector<loopnest_test::RandomProgram> programs;
-    for (const auto& epilogue : {std::vector<std::string>{}, std::vector<std::string>{"bias_add"}}) {
-        auto task = loopnest_test::make_task("dense", {{"M", {64}}, {"N", {64}}, {"K", {64}}}, epilogue);
-        for (auto& p : loopnest_test::random_programs(task, 50, 11)) programs.push_back(std::move(p));
+    for (const auto& epilogue :
+         {std::vector<std::string>{}, std::vector<std::string>{"bias_add"}}) {
+        auto task =
+            loopnest_test::make_task("dense", {{"M", {64}}, {"N", {64}}, {"K", {64}}}, epilogue);
+        for (auto& p : loopnest_test::random_programs(task, 50, 11))
+            programs.push_back(std::move(p));
     }
     REQUIRE(programs.size() == 100);
 
@@ -104,7 +117,8 @@ TEST_CASE("100 random dense schedules agree with sim_oracle.py on every feature"
         prog.push_back({"stores", stores});
         nests.emplace_back(std::move(prog));
     }
-    std::ofstream(std::string(TEMPO_TEST_TMP_DIR) + "/loopnest_sim_nests.json") << json::dump(nests);
+    std::ofstream(std::string(TEMPO_TEST_TMP_DIR) + "/loopnest_sim_nests.json")
+        << json::dump(nests);
 
     const std::string path = std::string(TEMPO_FIXTURES_DIR) + "/loopnest/sim_oracle_matmul.json";
     std::ifstream in(path);
@@ -125,7 +139,8 @@ TEST_CASE("100 random dense schedules agree with sim_oracle.py on every feature"
         for (std::size_t leaf = 0; leaf < rows.size(); ++leaf) {
             std::vector<double> want(kFeatureDim, 0.0);
             for (const auto& entry : rows[leaf].as_array())
-                want[static_cast<std::size_t>(entry.as_array()[0].as_int64())] = entry.as_array()[1].as_double();
+                want[static_cast<std::size_t>(entry.as_array()[0].as_int64())] =
+                    entry.as_array()[1].as_double();
             for (std::size_t f = 0; f < kFeatureDim; ++f) {
                 INFO("leaf " << leaf << " feature " << f);
                 CHECK(std::fabs(ast.leaf(leaf)[f] - want[f]) <= 2e-6 + 2e-6 * std::fabs(want[f]));

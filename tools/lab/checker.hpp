@@ -30,12 +30,10 @@ struct CheckCase {
 };
 
 // All cases belong to one task DAG (same inputs and output).
-inline std::vector<CheckResult> check_programs(const loopnest::ComputeDag& dag,
-                                               const std::vector<CheckCase>& cases,
-                                               const std::string& stem,
-                                               loopnest::CodegenOptions codegen = {},
-                                               const std::string& c_flags = "",
-                                               std::uint64_t seed = 1, double tolerance = 1e-3) {
+inline std::vector<CheckResult>
+check_programs(const loopnest::ComputeDag& dag, const std::vector<CheckCase>& cases,
+               const std::string& stem, loopnest::CodegenOptions codegen = {},
+               const std::string& c_flags = "", std::uint64_t seed = 1, double tolerance = 1e-3) {
     std::vector<std::pair<std::string, const loopnest::LoweredProgram*>> units;
     for (const auto& c : cases) units.emplace_back(c.symbol, &c.program);
     SharedLibrary lib(compile_shared(loopnest::emit_c(units, codegen), stem, c_flags));

@@ -13,13 +13,16 @@
 namespace tempo::lab {
 
 // The flags every lab program is built with (recorded with measurements).
-inline std::string default_c_flags() { return "-std=c11 -O3 -march=native -fopenmp -fPIC"; }
+inline std::string default_c_flags() {
+    return "-std=c11 -O3 -march=native -fopenmp -fPIC";
+}
 
 using EntryPoint = void (*)(float* const*);
 
 class SharedLibrary {
-public:
-    explicit SharedLibrary(const std::string& path) : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
+  public:
+    explicit SharedLibrary(const std::string& path)
+        : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
         if (!handle_) throw Error(path, std::string("dlopen failed: ") + dlerror());
     }
     SharedLibrary(const SharedLibrary&) = delete;
@@ -32,7 +35,7 @@ public:
         return reinterpret_cast<EntryPoint>(f);
     }
 
-private:
+  private:
     void* handle_;
 };
 

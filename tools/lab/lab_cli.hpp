@@ -48,24 +48,33 @@ struct LabOptions {
     std::uint64_t seed = 1;
 };
 
-inline LabOptions parse_lab_options(const std::vector<std::string>& args, const std::string& default_dir) {
+inline LabOptions parse_lab_options(const std::vector<std::string>& args,
+                                    const std::string& default_dir) {
     LabOptions o;
     o.workloads = default_dir;
     if (args.empty()) throw Error("tempo lab", "missing command");
     o.command = args[0];
     for (std::size_t i = 1; i < args.size(); ++i) {
         auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw Error("tempo lab " + o.command, args[i] + " needs a value");
+            if (i + 1 >= args.size())
+                throw Error("tempo lab " + o.command, args[i] + " needs a value");
             return args[++i];
         };
         const std::string& a = args[i];
-        if (a == "--workloads") o.workloads = value();
-        else if (a == "--task") o.task = value();
-        else if (a == "-n") o.count = std::stoi(value());
-        else if (a == "--seed") o.seed = std::stoull(value());
-        else if (a == "--schedule") o.schedule_file = value();
-        else if (a == "--symbol") o.symbol = loopnest::c_identifier(value());
-        else throw Error("tempo lab " + o.command, "unknown option '" + a + "'");
+        if (a == "--workloads")
+            o.workloads = value();
+        else if (a == "--task")
+            o.task = value();
+        else if (a == "-n")
+            o.count = std::stoi(value());
+        else if (a == "--seed")
+            o.seed = std::stoull(value());
+        else if (a == "--schedule")
+            o.schedule_file = value();
+        else if (a == "--symbol")
+            o.symbol = loopnest::c_identifier(value());
+        else
+            throw Error("tempo lab " + o.command, "unknown option '" + a + "'");
     }
     return o;
 }
@@ -88,7 +97,8 @@ inline int lab_tasks(const LabOptions& o, std::ostream& out) {
     for (std::size_t i = 0; i < w.tasks.size(); ++i) {
         const auto& t = w.tasks[i];
         char gflop[32];
-        std::snprintf(gflop, sizeof gflop, "%.4f", loopnest::flop_count(loopnest::build_dag(t.task)) / 1e9);
+        std::snprintf(gflop, sizeof gflop, "%.4f",
+                      loopnest::flop_count(loopnest::build_dag(t.task)) / 1e9);
         out << i << "\t" << t.task.weight << "\t" << t.networks.size() << "\t" << gflop << "\t"
             << t.task.key() << "\n";
     }
@@ -99,7 +109,8 @@ inline int lab_tasks(const LabOptions& o, std::ostream& out) {
 
 // One program as a dataset record without measurements.
 inline json::Value program_record(const WorkloadTask& wt, const loopnest::ComputeDag& dag,
-                                  const loopnest::Schedule& sch, const loopnest::LoweredProgram& prog) {
+                                  const loopnest::Schedule& sch,
+                                  const loopnest::LoweredProgram& prog) {
     using namespace loopnest;
     CompactAst ast = featurize(prog);
     ast.flops = flop_count(dag);
@@ -128,7 +139,8 @@ inline int lab_sample(const LabOptions& o, std::ostream& out) {
     std::mt19937_64 rng(o.seed);
     std::set<std::string> seen;
     std::vector<Schedule> kept;
-    for (int attempt = 0; attempt < 50 * o.count && static_cast<int>(kept.size()) < o.count; ++attempt) {
+    for (int attempt = 0; attempt < 50 * o.count && static_cast<int>(kept.size()) < o.count;
+         ++attempt) {
         Schedule s;
         if (kept.empty() || attempt % 2 == 0) {
             s = space.sample(rng);
@@ -154,8 +166,8 @@ inline loopnest::Schedule read_schedule(const std::string& path) {
     return loopnest::schedule_from_json(sch ? *sch : v, path + (sch ? ".schedule" : ""));
 }
 
-inline std::string program_c_source(const loopnest::LoweredProgram& prog, const std::string& task_key,
-                                    const std::string& symbol) {
+inline std::string program_c_source(const loopnest::LoweredProgram& prog,
+                                    const std::string& task_key, const std::string& symbol) {
     std::ostringstream head;
     head << "/* tempo lab program: " << task_key << "\n"
          << " * Entry point: void " << symbol << "(float* const* args);\n"
@@ -167,9 +179,10 @@ inline std::string program_c_source(const loopnest::LoweredProgram& prog, const 
         return s;
     };
     for (int t : prog.inputs)
-        head << " *   args[" << i++ << "] = " << prog.tensors[t].name << " [" << shape(t) << "] (input)\n";
-    head << " *   args[" << i << "] = " << prog.tensors[prog.output].name << " [" << shape(prog.output)
-         << "] (output)\n"
+        head << " *   args[" << i++ << "] = " << prog.tensors[t].name << " [" << shape(t)
+             << "] (input)\n";
+    head << " *   args[" << i << "] = " << prog.tensors[prog.output].name << " ["
+         << shape(prog.output) << "] (output)\n"
          << " * Build: gcc -std=c11 -O3 -march=native -fopenmp -fPIC -shared -lm\n */\n";
     return head.str() + loopnest::emit_c({{symbol, &prog}});
 }

@@ -16,7 +16,7 @@
 namespace tempo::lab {
 
 struct WorkloadTask {
-    loopnest::Task task;                        // weight = Σ count
+    loopnest::Task task;                          // weight = Σ count
     std::map<std::string, std::int64_t> networks; // workload file stem → count
 };
 
@@ -27,7 +27,9 @@ struct Workloads {
     std::vector<std::string> network_names;
 };
 
-inline std::size_t Workloads::networks() const { return network_names.size(); }
+inline std::size_t Workloads::networks() const {
+    return network_names.size();
+}
 
 inline loopnest::Task task_from_json(const json::Value& t, const std::string& where) {
     loopnest::Task task;
@@ -41,17 +43,20 @@ inline loopnest::Task task_from_json(const json::Value& t, const std::string& wh
     for (const json::Member& m : params->as_object(where + ".params")) {
         const std::string w = where + ".params." + m.key;
         std::vector<std::int64_t> v;
-        if (m.value.is_bool()) v.push_back(m.value.as_bool() ? 1 : 0);
+        if (m.value.is_bool())
+            v.push_back(m.value.as_bool() ? 1 : 0);
         else if (m.value.is_array())
             for (std::size_t i = 0; i < m.value.as_array().size(); ++i)
                 v.push_back(m.value.as_array()[i].as_int64(w + "[" + std::to_string(i) + "]"));
-        else v.push_back(m.value.as_int64(w));
+        else
+            v.push_back(m.value.as_int64(w));
         task.set(m.key, std::move(v));
     }
     if (const json::Value* ep = t.find("epilogue"))
         for (std::size_t i = 0; i < ep->as_array(where + ".epilogue").size(); ++i) {
             const std::string& e = ep->as_array()[i].as_string(where + ".epilogue");
-            if (!loopnest::is_epilogue(e)) throw Error(where + ".epilogue", "unknown epilogue '" + e + "'");
+            if (!loopnest::is_epilogue(e))
+                throw Error(where + ".epilogue", "unknown epilogue '" + e + "'");
             task.epilogue.push_back(e);
         }
     return task;

@@ -38,7 +38,8 @@ inline bool strictly_inlineable(const ComputeDag& dag, int s) {
     if (st.is_reduction() || s + 1 == static_cast<int>(dag.stages.size())) return false;
     bool ok = true;
     visit_preorder(st.body, [&](const ExprNode& n) {
-        if (n.kind == ExprKind::Select || n.kind == ExprKind::IfThenElse || n.kind == ExprKind::Call)
+        if (n.kind == ExprKind::Select || n.kind == ExprKind::IfThenElse ||
+            n.kind == ExprKind::Call)
             ok = false;
         if (n.kind == ExprKind::Load) {
             int last_axis = -1;
@@ -103,8 +104,8 @@ inline double float_ops(const ExprNode& e) {
         return float_ops(*e.args[0]) + std::max(float_ops(*e.args[1]), float_ops(*e.args[2]));
     double sum = 0;
     for (const Expr& a : e.args) sum += float_ops(*a);
-    const bool counted = e.kind == ExprKind::Call ||
-                         (e.is_binary() && e.args[0]->dtype == DType::Float32);
+    const bool counted =
+        e.kind == ExprKind::Call || (e.is_binary() && e.args[0]->dtype == DType::Float32);
     return sum + (counted ? 1.0 : 0.0);
 }
 } // namespace analysis_detail

@@ -18,7 +18,8 @@ struct Interval {
 // FloorDiv/FloorMod take a positive constant divisor, as lowering produces them.
 inline Interval bound_of(const ExprNode& e, const std::vector<Interval>& env) {
     switch (e.kind) {
-    case ExprKind::IntImm: return {e.int_value, e.int_value};
+    case ExprKind::IntImm:
+        return {e.int_value, e.int_value};
     case ExprKind::Var: {
         auto id = static_cast<std::size_t>(e.int_value);
         return id < env.size() ? env[id] : Interval{0, 0};
@@ -53,7 +54,8 @@ inline Interval bound_of(const ExprNode& e, const std::vector<Interval>& env) {
         if (qlo == qhi) return {detail::floor_mod(a.lo, c), detail::floor_mod(a.hi, c)};
         return {0, c - 1};
     }
-    default: throw Error("loopnest bounds", "index expression is not integer arithmetic");
+    default:
+        throw Error("loopnest bounds", "index expression is not integer arithmetic");
     }
 }
 

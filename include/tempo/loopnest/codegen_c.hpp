@@ -44,7 +44,8 @@ inline const char* c_prelude() {
            "static inline int tempo_min(int a, int b) { return a < b ? a : b; }\n"
            "static inline int tempo_floordiv(int a, int b) { int q = a / b; "
            "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
-           "static inline int tempo_floormod(int a, int b) { return a - tempo_floordiv(a, b) * b; }\n\n";
+           "static inline int tempo_floormod(int a, int b) { return a - tempo_floordiv(a, b) * b; "
+           "}\n\n";
 }
 
 struct CodegenOptions {
@@ -55,7 +56,7 @@ struct CodegenOptions {
 };
 
 class CEmitter {
-public:
+  public:
     CEmitter(const LoweredProgram& p, std::string symbol, CodegenOptions options = {})
         : p_(p), symbol_(std::move(symbol)), options_(options) {
         int max_var = 0;
@@ -74,7 +75,7 @@ public:
         return out_.str();
     }
 
-private:
+  private:
     struct Buffer {
         std::string name;
         std::vector<Expr> min; // empty: global coordinates
@@ -120,7 +121,8 @@ private:
         if (n.kind != NodeKind::For) return inner;
         if (n.for_kind == ForKind::Vectorized) return {inner.unrolled, 1, inner.depth};
         const bool unroll = n.for_kind != ForKind::Parallel && inner.unrolled && max_step > 0 &&
-                            n.extent * inner.steps <= max_step && inner.depth + 1 <= kMaxUnrollDepth;
+                            n.extent * inner.steps <= max_step &&
+                            inner.depth + 1 <= kMaxUnrollDepth;
         if (unroll) unrolled_.insert(&n);
         return unroll ? UnrollInfo{true, n.extent * inner.steps, inner.depth + 1}
                       : UnrollInfo{false, 1, inner.depth};
@@ -158,7 +160,8 @@ private:
         case NodeKind::Store:
             out_ << pad << access(n.tensor, n.indices) << " = " << expr(n.value) << ";\n";
             return;
-        default: break;
+        default:
+            break;
         }
         for (const auto& c : n.children) emit(c, depth, max_step);
     }
@@ -167,11 +170,13 @@ private:
         const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
         std::int64_t elements = 1;
         for (auto e : n.region_extent) elements *= e;
-        const std::string name = c_identifier(p_.tensors[n.tensor].name) + "_" + std::to_string(++realizes_);
+        const std::string name =
+            c_identifier(p_.tensors[n.tensor].name) + "_" + std::to_string(++realizes_);
         const bool on_stack = elements <= kStackBufferLimit;
         out_ << pad << "{\n";
         if (on_stack) {
-            out_ << pad << "  float " << name << "[" << elements << "] __attribute__((aligned(64)));\n";
+            out_ << pad << "  float " << name << "[" << elements
+                 << "] __attribute__((aligned(64)));\n";
         } else {
             const std::int64_t bytes = (elements * 4 + 63) / 64 * 64;
             out_ << pad << "  float* restrict " << name << " = aligned_alloc(64, " << bytes
@@ -194,9 +199,12 @@ private:
         std::string flat;
         for (std::size_t d = 0; d < idx.size(); ++d) {
             std::string i = expr(idx[d]);
-            if (!b.min.empty() && !(b.min[d]->is_int_imm(0))) i = "(" + i + " - " + expr(b.min[d]) + ")";
-            if (flat.empty()) flat = i;
-            else flat = "(" + flat + ") * " + std::to_string(b.extent[d]) + " + " + i;
+            if (!b.min.empty() && !(b.min[d]->is_int_imm(0)))
+                i = "(" + i + " - " + expr(b.min[d]) + ")";
+            if (flat.empty())
+                flat = i;
+            else
+                flat = "(" + flat + ") * " + std::to_string(b.extent[d]) + " + " + i;
         }
         return b.name + "[" + (flat.empty() ? "0" : flat) + "]";
     }
@@ -213,21 +221,32 @@ private:
     std::string expr(const Expr& e) {
         auto a = [&](int i) { return expr(e->args[i]); };
         switch (e->kind) {
-        case ExprKind::IntImm: return std::to_string(e->int_value);
-        case ExprKind::FloatImm: return float_literal(e->float_value);
-        case ExprKind::Var: return var_name(static_cast<int>(e->int_value), e->name);
-        case ExprKind::Load: return access(static_cast<int>(e->int_value), e->args);
-        case ExprKind::Cast: return "((float)" + a(0) + ")";
-        case ExprKind::Add: return "(" + a(0) + " + " + a(1) + ")";
-        case ExprKind::Sub: return "(" + a(0) + " - " + a(1) + ")";
-        case ExprKind::Mul: return "(" + a(0) + " * " + a(1) + ")";
-        case ExprKind::Div: return "(" + a(0) + " / " + a(1) + ")";
+        case ExprKind::IntImm:
+            return std::to_string(e->int_value);
+        case ExprKind::FloatImm:
+            return float_literal(e->float_value);
+        case ExprKind::Var:
+            return var_name(static_cast<int>(e->int_value), e->name);
+        case ExprKind::Load:
+            return access(static_cast<int>(e->int_value), e->args);
+        case ExprKind::Cast:
+            return "((float)" + a(0) + ")";
+        case ExprKind::Add:
+            return "(" + a(0) + " + " + a(1) + ")";
+        case ExprKind::Sub:
+            return "(" + a(0) + " - " + a(1) + ")";
+        case ExprKind::Mul:
+            return "(" + a(0) + " * " + a(1) + ")";
+        case ExprKind::Div:
+            return "(" + a(0) + " / " + a(1) + ")";
         case ExprKind::FloorDiv:
         case ExprKind::FloorMod: {
             const bool plain = bound_of(*e->args[0], env_).lo >= 0 && e->args[1]->is_int_imm() &&
                                e->args[1]->int_value > 0;
-            if (plain) return "(" + a(0) + (e->kind == ExprKind::FloorDiv ? " / " : " % ") + a(1) + ")";
-            return std::string(e->kind == ExprKind::FloorDiv ? "tempo_floordiv(" : "tempo_floormod(") +
+            if (plain)
+                return "(" + a(0) + (e->kind == ExprKind::FloorDiv ? " / " : " % ") + a(1) + ")";
+            return std::string(e->kind == ExprKind::FloorDiv ? "tempo_floordiv("
+                                                             : "tempo_floormod(") +
                    a(0) + ", " + a(1) + ")";
         }
         case ExprKind::Min:
@@ -237,24 +256,39 @@ private:
                                                       : (f ? "tempo_maxf(" : "tempo_max(");
             return fn + a(0) + ", " + a(1) + ")";
         }
-        case ExprKind::EQ: return "(" + a(0) + " == " + a(1) + ")";
-        case ExprKind::NE: return "(" + a(0) + " != " + a(1) + ")";
-        case ExprKind::LT: return "(" + a(0) + " < " + a(1) + ")";
-        case ExprKind::LE: return "(" + a(0) + " <= " + a(1) + ")";
-        case ExprKind::GT: return "(" + a(0) + " > " + a(1) + ")";
-        case ExprKind::GE: return "(" + a(0) + " >= " + a(1) + ")";
-        case ExprKind::And: return "(" + a(0) + " && " + a(1) + ")";
-        case ExprKind::Or: return "(" + a(0) + " || " + a(1) + ")";
-        case ExprKind::Not: return "(!" + a(0) + ")";
+        case ExprKind::EQ:
+            return "(" + a(0) + " == " + a(1) + ")";
+        case ExprKind::NE:
+            return "(" + a(0) + " != " + a(1) + ")";
+        case ExprKind::LT:
+            return "(" + a(0) + " < " + a(1) + ")";
+        case ExprKind::LE:
+            return "(" + a(0) + " <= " + a(1) + ")";
+        case ExprKind::GT:
+            return "(" + a(0) + " > " + a(1) + ")";
+        case ExprKind::GE:
+            return "(" + a(0) + " >= " + a(1) + ")";
+        case ExprKind::And:
+            return "(" + a(0) + " && " + a(1) + ")";
+        case ExprKind::Or:
+            return "(" + a(0) + " || " + a(1) + ")";
+        case ExprKind::Not:
+            return "(!" + a(0) + ")";
         case ExprKind::Select:
-        case ExprKind::IfThenElse: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+        case ExprKind::IfThenElse:
+            return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
         case ExprKind::Call:
             switch (e->fn) {
-            case MathFn::Exp: return "expf(" + a(0) + ")";
-            case MathFn::Tanh: return "tanhf(" + a(0) + ")";
-            case MathFn::Erf: return "erff(" + a(0) + ")";
-            case MathFn::Sqrt: return "sqrtf(" + a(0) + ")";
-            case MathFn::Rsqrt: return "(1.0f / sqrtf(" + a(0) + "))";
+            case MathFn::Exp:
+                return "expf(" + a(0) + ")";
+            case MathFn::Tanh:
+                return "tanhf(" + a(0) + ")";
+            case MathFn::Erf:
+                return "erff(" + a(0) + ")";
+            case MathFn::Sqrt:
+                return "sqrtf(" + a(0) + ")";
+            case MathFn::Rsqrt:
+                return "(1.0f / sqrtf(" + a(0) + "))";
             }
         }
         throw Error("codegen", "unsupported expression");
@@ -272,8 +306,9 @@ private:
 };
 
 // One C translation unit holding every (symbol, program) pair.
-inline std::string emit_c(const std::vector<std::pair<std::string, const LoweredProgram*>>& programs,
-                          CodegenOptions options = {}) {
+inline std::string
+emit_c(const std::vector<std::pair<std::string, const LoweredProgram*>>& programs,
+       CodegenOptions options = {}) {
     std::string src = c_prelude();
     for (const auto& [symbol, program] : programs)
         src += CEmitter(*program, symbol, options).function() + "\n";

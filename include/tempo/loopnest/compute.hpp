@@ -33,8 +33,8 @@ enum class Reduce : std::uint8_t { None, Sum, Max };
 
 struct Stage {
     std::string name;
-    int output = -1;              // tensor id written by this stage
-    std::vector<IterVar> axes;    // spatial axes, one per output dimension, in order
+    int output = -1;           // tensor id written by this stage
+    std::vector<IterVar> axes; // spatial axes, one per output dimension, in order
     std::vector<IterVar> reduce_axes;
     Reduce reduce = Reduce::None; // None: out = body; Sum/Max: out = combine over reduce axes
     Expr body;
@@ -47,7 +47,7 @@ struct Stage {
 
 struct ComputeDag {
     std::vector<Tensor> tensors;
-    std::vector<int> inputs; // tensor ids bound by the caller, in argument order
+    std::vector<int> inputs;   // tensor ids bound by the caller, in argument order
     std::vector<Stage> stages; // topological order; the last one writes the output
     int next_var = 0;
 
@@ -66,8 +66,7 @@ struct ComputeDag {
 inline std::vector<int> ComputeDag::reads_of(int s) const {
     std::vector<int> out;
     visit_preorder(stages[s].body, [&](const ExprNode& n) {
-        if (n.kind == ExprKind::Load &&
-            std::find(out.begin(), out.end(), n.int_value) == out.end())
+        if (n.kind == ExprKind::Load && std::find(out.begin(), out.end(), n.int_value) == out.end())
             out.push_back(static_cast<int>(n.int_value));
     });
     return out;
@@ -85,7 +84,7 @@ inline std::vector<int> ComputeDag::consumers_of(int s) const {
 
 // Incremental construction of a ComputeDag by the operator builders.
 class DagBuilder {
-public:
+  public:
     int input(std::string name, std::vector<std::int64_t> shape) {
         int t = tensor(std::move(name), std::move(shape));
         dag_.inputs.push_back(t);
@@ -114,7 +113,7 @@ public:
     const Tensor& tensor_info(int t) const { return dag_.tensors[t]; }
     ComputeDag finish() { return std::move(dag_); }
 
-private:
+  private:
     int tensor(std::string name, std::vector<std::int64_t> shape) {
         dag_.tensors.push_back(Tensor{std::move(name), std::move(shape)});
         return static_cast<int>(dag_.tensors.size()) - 1;

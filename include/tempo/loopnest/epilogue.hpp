@@ -9,8 +9,8 @@
 namespace tempo::loopnest {
 
 inline bool is_epilogue(const std::string& name) {
-    for (const char* e : {"bias_add", "relu", "relu6", "hardswish", "hardsigmoid", "sigmoid", "tanh",
-                          "gelu", "add", "multiply", "scale"})
+    for (const char* e : {"bias_add", "relu", "relu6", "hardswish", "hardsigmoid", "sigmoid",
+                          "tanh", "gelu", "add", "multiply", "scale"})
         if (name == e) return true;
     return false;
 }
@@ -49,7 +49,8 @@ inline int apply_epilogue(DagBuilder& b, int x, const std::string& name, std::si
     } else if (name == "tanh") {
         body = call(MathFn::Tanh, v);
     } else if (name == "gelu") {
-        body = float_imm(0.5) * v * (float_imm(1) + call(MathFn::Erf, v * float_imm(0.7071067811865476)));
+        body = float_imm(0.5) * v *
+               (float_imm(1) + call(MathFn::Erf, v * float_imm(0.7071067811865476)));
     } else if (name == "add" || name == "multiply") {
         int other = b.input(name == "add" ? "residual" : "multiplier", shape);
         body = name == "add" ? v + load(other, idx) : v * load(other, idx);

@@ -47,11 +47,16 @@ enum class MathFn : std::uint8_t { Exp, Tanh, Erf, Sqrt, Rsqrt };
 
 inline const char* math_fn_name(MathFn fn) {
     switch (fn) {
-    case MathFn::Exp: return "exp";
-    case MathFn::Tanh: return "tanh";
-    case MathFn::Erf: return "erf";
-    case MathFn::Sqrt: return "sqrt";
-    case MathFn::Rsqrt: return "rsqrt";
+    case MathFn::Exp:
+        return "exp";
+    case MathFn::Tanh:
+        return "tanh";
+    case MathFn::Erf:
+        return "erf";
+    case MathFn::Sqrt:
+        return "sqrt";
+    case MathFn::Rsqrt:
+        return "rsqrt";
     }
     return "?";
 }
@@ -85,7 +90,9 @@ inline std::int64_t floor_div(std::int64_t a, std::int64_t b) {
     std::int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-inline std::int64_t floor_mod(std::int64_t a, std::int64_t b) { return a - floor_div(a, b) * b; }
+inline std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
+    return a - floor_div(a, b) * b;
+}
 } // namespace detail
 
 inline Expr int_imm(std::int64_t v) {
@@ -115,7 +122,9 @@ inline Expr load(int tensor, std::vector<Expr> indices) {
     n->args = std::move(indices);
     return n;
 }
-inline Expr cast_float(Expr e) { return detail::make(ExprKind::Cast, DType::Float32, {std::move(e)}); }
+inline Expr cast_float(Expr e) {
+    return detail::make(ExprKind::Cast, DType::Float32, {std::move(e)});
+}
 
 // Integer binary ops fold constants and the identities TVM's Simplify removes (x+0, x*1, x*0),
 // so lowered indices look like Simplify's output. Float ops are kept verbatim.
@@ -124,12 +133,18 @@ inline Expr binary(ExprKind kind, Expr a, Expr b) {
     if (ints && a->is_int_imm() && b->is_int_imm()) {
         const std::int64_t x = a->int_value, y = b->int_value;
         switch (kind) {
-        case ExprKind::Add: return int_imm(x + y);
-        case ExprKind::Sub: return int_imm(x - y);
-        case ExprKind::Mul: return int_imm(x * y);
-        case ExprKind::FloorDiv: return int_imm(detail::floor_div(x, y));
-        case ExprKind::FloorMod: return int_imm(detail::floor_mod(x, y));
-        default: break;
+        case ExprKind::Add:
+            return int_imm(x + y);
+        case ExprKind::Sub:
+            return int_imm(x - y);
+        case ExprKind::Mul:
+            return int_imm(x * y);
+        case ExprKind::FloorDiv:
+            return int_imm(detail::floor_div(x, y));
+        case ExprKind::FloorMod:
+            return int_imm(detail::floor_mod(x, y));
+        default:
+            break;
         }
     }
     if (ints) {
@@ -152,7 +167,8 @@ inline Expr binary(ExprKind kind, Expr a, Expr b) {
         case ExprKind::FloorMod:
             if (b->is_int_imm(1)) return int_imm(0);
             break;
-        default: break;
+        default:
+            break;
         }
     }
     const bool comparison = kind >= ExprKind::EQ && kind <= ExprKind::Or;
@@ -160,21 +176,39 @@ inline Expr binary(ExprKind kind, Expr a, Expr b) {
     return detail::make(kind, dtype, {std::move(a), std::move(b)});
 }
 
-inline Expr operator+(Expr a, Expr b) { return binary(ExprKind::Add, std::move(a), std::move(b)); }
-inline Expr operator-(Expr a, Expr b) { return binary(ExprKind::Sub, std::move(a), std::move(b)); }
-inline Expr operator*(Expr a, Expr b) { return binary(ExprKind::Mul, std::move(a), std::move(b)); }
-inline Expr operator/(Expr a, Expr b) { return binary(ExprKind::Div, std::move(a), std::move(b)); }
-inline Expr operator+(Expr a, std::int64_t b) { return std::move(a) + int_imm(b); }
-inline Expr operator*(Expr a, std::int64_t b) { return std::move(a) * int_imm(b); }
+inline Expr operator+(Expr a, Expr b) {
+    return binary(ExprKind::Add, std::move(a), std::move(b));
+}
+inline Expr operator-(Expr a, Expr b) {
+    return binary(ExprKind::Sub, std::move(a), std::move(b));
+}
+inline Expr operator*(Expr a, Expr b) {
+    return binary(ExprKind::Mul, std::move(a), std::move(b));
+}
+inline Expr operator/(Expr a, Expr b) {
+    return binary(ExprKind::Div, std::move(a), std::move(b));
+}
+inline Expr operator+(Expr a, std::int64_t b) {
+    return std::move(a) + int_imm(b);
+}
+inline Expr operator*(Expr a, std::int64_t b) {
+    return std::move(a) * int_imm(b);
+}
 inline Expr floordiv(Expr a, std::int64_t b) {
     return binary(ExprKind::FloorDiv, std::move(a), int_imm(b));
 }
 inline Expr floormod(Expr a, std::int64_t b) {
     return binary(ExprKind::FloorMod, std::move(a), int_imm(b));
 }
-inline Expr min(Expr a, Expr b) { return binary(ExprKind::Min, std::move(a), std::move(b)); }
-inline Expr max(Expr a, Expr b) { return binary(ExprKind::Max, std::move(a), std::move(b)); }
-inline Expr cmp(ExprKind kind, Expr a, Expr b) { return binary(kind, std::move(a), std::move(b)); }
+inline Expr min(Expr a, Expr b) {
+    return binary(ExprKind::Min, std::move(a), std::move(b));
+}
+inline Expr max(Expr a, Expr b) {
+    return binary(ExprKind::Max, std::move(a), std::move(b));
+}
+inline Expr cmp(ExprKind kind, Expr a, Expr b) {
+    return binary(kind, std::move(a), std::move(b));
+}
 inline Expr all_of(std::vector<Expr> conditions) {
     Expr r;
     for (auto& c : conditions) r = r ? binary(ExprKind::And, r, std::move(c)) : std::move(c);
@@ -186,8 +220,7 @@ inline Expr select(Expr cond, Expr a, Expr b) {
 }
 inline Expr if_then_else(Expr cond, Expr a, Expr b) {
     DType dtype = a->dtype;
-    return detail::make(ExprKind::IfThenElse, dtype,
-                        {std::move(cond), std::move(a), std::move(b)});
+    return detail::make(ExprKind::IfThenElse, dtype, {std::move(cond), std::move(a), std::move(b)});
 }
 inline Expr call(MathFn fn, Expr x) {
     auto n = std::make_shared<ExprNode>();

@@ -24,7 +24,9 @@ inline constexpr std::size_t kFeatureDim = 164;
 inline constexpr double kCacheLineBytes = 64.0;
 inline constexpr int kMaxBufferSlots = 5;
 
-inline double slog(double x) { return x < 0 ? -std::log2(-x + 1.0) : std::log2(x + 1.0); }
+inline double slog(double x) {
+    return x < 0 ? -std::log2(-x + 1.0) : std::log2(x + 1.0);
+}
 
 // Ansor's syntactic "coefficient" of var v in an index expression (spec 2.2): flags shared
 // across the whole post-order walk, magic default 2.
@@ -39,8 +41,10 @@ struct CoefficientWalk {
         }
         for (const Expr& a : e.args) visit(*a);
         if (e.kind == ExprKind::Mul && vv && !va) {
-            if (e.args[0]->is_int_imm()) vm = true, c = e.args[0]->int_value;
-            else if (e.args[1]->is_int_imm()) vm = true, c = e.args[1]->int_value;
+            if (e.args[0]->is_int_imm())
+                vm = true, c = e.args[0]->int_value;
+            else if (e.args[1]->is_int_imm())
+                vm = true, c = e.args[1]->int_value;
         } else if (e.kind == ExprKind::Add && vv && !vm) {
             va = true, c = 1;
         }
@@ -82,11 +86,17 @@ inline void count_ops(const ExprNode& e, OpCounts& c) {
     const int base = (!e.args.empty() && e.args[0]->dtype == DType::Float32) ? 0 : kIntBase;
     switch (e.kind) {
     case ExprKind::Add:
-    case ExprKind::Sub: c[base + kAddSub] += 1; break;
-    case ExprKind::Mul: c[base + kMul] += 1; break;
+    case ExprKind::Sub:
+        c[base + kAddSub] += 1;
+        break;
+    case ExprKind::Mul:
+        c[base + kMul] += 1;
+        break;
     case ExprKind::Div:
     case ExprKind::FloorDiv:
-    case ExprKind::FloorMod: c[base + kDivMod] += 1; break;
+    case ExprKind::FloorMod:
+        c[base + kDivMod] += 1;
+        break;
     case ExprKind::Min:
     case ExprKind::Max:
     case ExprKind::EQ:
@@ -94,26 +104,37 @@ inline void count_ops(const ExprNode& e, OpCounts& c) {
     case ExprKind::LT:
     case ExprKind::LE:
     case ExprKind::GT:
-    case ExprKind::GE: c[base + kCmp] += 1; break;
+    case ExprKind::GE:
+        c[base + kCmp] += 1;
+        break;
     case ExprKind::And:
     case ExprKind::Or:
-    case ExprKind::Not: c[kBoolOp] += 1; break;
-    case ExprKind::Select: c[kSelectOp] += 1; break;
+    case ExprKind::Not:
+        c[kBoolOp] += 1;
+        break;
+    case ExprKind::Select:
+        c[kSelectOp] += 1;
+        break;
     case ExprKind::IfThenElse:
     case ExprKind::Call:
         c[(e.dtype == DType::Float32 ? 0 : kIntBase) + kMathFunc] += 1;
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
 inline void collect_accesses(const ExprNode& e, std::vector<Access>& acc) {
     if (e.kind == ExprKind::Load) {
         const int t = static_cast<int>(e.int_value);
-        auto it = std::find_if(acc.begin(), acc.end(), [&](const Access& a) { return a.tensor == t; });
-        if (it == acc.end()) acc.push_back(Access{t, kRead, {&e.args}});
-        else if (it->acc == kWrite) it->acc = kReadWrite;
-        else if (it->acc == kRead) it->tuples.push_back(&e.args);
+        auto it =
+            std::find_if(acc.begin(), acc.end(), [&](const Access& a) { return a.tensor == t; });
+        if (it == acc.end())
+            acc.push_back(Access{t, kRead, {&e.args}});
+        else if (it->acc == kWrite)
+            it->acc = kReadWrite;
+        else if (it->acc == kRead)
+            it->tuples.push_back(&e.args);
     }
     for (const Expr& a : e.args) collect_accesses(*a, acc);
 }
@@ -122,7 +143,7 @@ inline void collect_accesses(const ExprNode& e, std::vector<Access>& acc) {
 
 // Walks a lowered program once and produces its compact AST.
 class Featurizer {
-public:
+  public:
     explicit Featurizer(const LoweredProgram& program) : prog_(program) {}
 
     CompactAst run() {
@@ -134,7 +155,7 @@ public:
         return std::move(ast_);
     }
 
-private:
+  private:
     struct LoopFrame {
         const LoopNode* node;
         std::size_t serial; // index into touch_
@@ -256,10 +277,10 @@ private:
     std::int32_t next_id_ = 0;
     std::vector<LoopFrame> loops_;
     std::vector<std::vector<feature_detail::Touch>> touch_; // per loop, in visit order
-    std::vector<Interval> env_;          // per var: its range at the current level
-    std::vector<char> ranging_;          // per var: 1 when its loop ranges at the current level
+    std::vector<Interval> env_;           // per var: its range at the current level
+    std::vector<char> ranging_;           // per var: 1 when its loop ranges at the current level
     std::vector<std::int64_t> extent_of_; // per var: its loop's extent (0: not a loop var)
-    std::vector<int> vars_;              // scratch
+    std::vector<int> vars_;               // scratch
     std::int64_t auto_unroll_ = 0;
 };
 
@@ -369,8 +390,8 @@ inline void Featurizer::store_features(const LoopNode& s) {
             if (stride != 0) break;
             rr *= static_cast<double>(loops_[n - 1].node->extent);
         }
-        f.lines = std::max(1.0, P / rr * std::min(1.0, static_cast<double>(stride) * elem /
-                                                         kCacheLineBytes));
+        f.lines = std::max(
+            1.0, P / rr * std::min(1.0, static_cast<double>(stride) * elem / kCacheLineBytes));
         f.stride = (i == n - 1) ? static_cast<double>(stride) : 0.0;
         double ncont = elem;
         for (int d = static_cast<int>(std::min(stored_region0.size(), shape.size())) - 1; d >= 0;
@@ -424,16 +445,20 @@ inline void Featurizer::store_features(const LoopNode& s) {
             if (phase_b)
                 f.reuse = kLoopMultipleRead, f.dis_iter = dis_iter, f.dis_bytes = dis_bytes,
                 f.ct = ct;
-            else f.reuse = kNoReuse, f.dis_iter = 0, f.dis_bytes = 0, f.ct = 0;
+            else
+                f.reuse = kNoReuse, f.dis_iter = 0, f.dis_bytes = 0, f.ct = 0;
         }
         feats.push_back(f);
     }
-    std::stable_sort(feats.begin(), feats.end(), [](const BufferFeature& x, const BufferFeature& y) {
-        if (x.dis_bytes != y.dis_bytes) return x.dis_bytes < y.dis_bytes;
-        if (x.unique_bytes != y.unique_bytes) return x.unique_bytes < y.unique_bytes;
-        if (x.unique_lines != y.unique_lines) return x.unique_lines < y.unique_lines;
-        return x.acc < y.acc;
-    });
+    std::stable_sort(feats.begin(), feats.end(),
+                     [](const BufferFeature& x, const BufferFeature& y) {
+                         if (x.dis_bytes != y.dis_bytes) return x.dis_bytes < y.dis_bytes;
+                         if (x.unique_bytes != y.unique_bytes)
+                             return x.unique_bytes < y.unique_bytes;
+                         if (x.unique_lines != y.unique_lines)
+                             return x.unique_lines < y.unique_lines;
+                         return x.acc < y.acc;
+                     });
 
     // Encoding.
     const std::size_t row = ast_.features.size();
@@ -492,6 +517,8 @@ inline void Featurizer::store_features(const LoopNode& s) {
     put(163, slog(static_cast<double>(auto_unroll_)));
 }
 
-inline CompactAst featurize(const LoweredProgram& program) { return Featurizer(program).run(); }
+inline CompactAst featurize(const LoweredProgram& program) {
+    return Featurizer(program).run();
+}
 
 } // namespace tempo::loopnest

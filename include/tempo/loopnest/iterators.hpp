@@ -53,10 +53,10 @@ inline std::vector<Iterator> stage_iterators(const ComputeDag& dag, const Schedu
         };
         const int skip = fused_levels(sch, s);
         for (int l = skip; l < 2; ++l) spatial_level(l); // S0 S1
-        reduce_level(0);                                   // R0
-        spatial_level(2);                                  // S2
-        reduce_level(1);                                   // R1
-        spatial_level(3);                                  // S3
+        reduce_level(0);                                 // R0
+        spatial_level(2);                                // S2
+        reduce_level(1);                                 // R1
+        spatial_level(3);                                // S3
         return out;
     }
     if (st.follow_stage >= 0) {

@@ -50,8 +50,10 @@ struct Linear {
             if (t.coef == 0) continue;
             const std::int64_t mag = t.coef < 0 ? -t.coef : t.coef;
             Expr term = mag == 1 ? t.atom : t.atom * int_imm(mag);
-            if (!e) e = t.coef < 0 ? int_imm(0) - term : term;
-            else e = t.coef < 0 ? e - term : e + term;
+            if (!e)
+                e = t.coef < 0 ? int_imm(0) - term : term;
+            else
+                e = t.coef < 0 ? e - term : e + term;
         }
         if (!e) return int_imm(constant);
         if (constant > 0) return e + int_imm(constant);
@@ -65,7 +67,9 @@ struct Linear {
 inline Linear linearize(const Expr& e, const std::function<const Linear*(int)>& value_of) {
     Linear out;
     switch (e->kind) {
-    case ExprKind::IntImm: out.constant = e->int_value; return out;
+    case ExprKind::IntImm:
+        out.constant = e->int_value;
+        return out;
     case ExprKind::Var:
         if (const Linear* v = value_of(static_cast<int>(e->int_value))) return *v;
         out.add(e, 1);
@@ -93,8 +97,10 @@ inline Linear linearize(const Expr& e, const std::function<const Linear*(int)>& 
             n->args = std::move(args);
             atom = n;
         }
-        if (atom->is_int_imm()) out.constant = atom->int_value;
-        else out.add(atom, 1);
+        if (atom->is_int_imm())
+            out.constant = atom->int_value;
+        else
+            out.add(atom, 1);
         return out;
     }
     }

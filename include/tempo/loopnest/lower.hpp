@@ -65,7 +65,7 @@ inline std::vector<LoopPlan> plan_loops(const std::vector<Iterator>& its, const 
 }
 
 class Lowerer {
-public:
+  public:
     Lowerer(const ComputeDag& task_dag, const Schedule& sch)
         : dag_(scheduled_dag(task_dag, sch)), sch_(sch) {
         if (sch.stages.size() != dag_.stages.size())
@@ -100,7 +100,7 @@ public:
 
     const ComputeDag& dag() const { return dag_; }
 
-private:
+  private:
     struct Region {
         std::vector<Linear> base;          // per spatial axis: first index computed
         std::vector<std::int64_t> extents; // per spatial axis: how many
@@ -229,7 +229,8 @@ private:
     LoopNode pipeline(int s, const Region& region, LoopNode rest) {
         LoopNode seq{NodeKind::Seq};
         seq.children.push_back(nest(s, region));
-        if (!rest.children.empty() || rest.kind != NodeKind::Seq) seq.children.push_back(std::move(rest));
+        if (!rest.children.empty() || rest.kind != NodeKind::Seq)
+            seq.children.push_back(std::move(rest));
         LoopNode realize{NodeKind::Realize};
         realize.tensor = dag_.stages[s].output;
         for (std::size_t d = 0; d < region.base.size(); ++d)
@@ -379,7 +380,8 @@ private:
             const auto& tiles = sch_.stages[producer].tiles;
             for (std::size_t d = 0; d < shape.size(); ++d)
                 if (r.extents[d] != product(tiles[d], levels))
-                    throw Error("lower " + ps.name, "fused tile does not match its consumer's loops");
+                    throw Error("lower " + ps.name,
+                                "fused tile does not match its consumer's loops");
         }
         return r;
     }
@@ -387,7 +389,8 @@ private:
     static bool same_terms(const Linear& a, const Linear& b) {
         if (a.terms.size() != b.terms.size()) return false;
         for (std::size_t i = 0; i < a.terms.size(); ++i)
-            if (a.terms[i].coef != b.terms[i].coef || !Linear::same_atom(a.terms[i].atom, b.terms[i].atom))
+            if (a.terms[i].coef != b.terms[i].coef ||
+                !Linear::same_atom(a.terms[i].atom, b.terms[i].atom))
                 return false;
         return true;
     }

@@ -88,7 +88,8 @@ inline int conv_stage(DagBuilder& b, int data, const ConvGeometry& g, bool flip_
 
     IterVar n = b.axis("nn", g.batch), k = b.axis("ff", g.out_channels);
     std::vector<IterVar> outs, reds;
-    for (std::size_t d = 0; d < nd; ++d) outs.push_back(b.axis("yy" + std::to_string(d), g.out_size(d)));
+    for (std::size_t d = 0; d < nd; ++d)
+        outs.push_back(b.axis("yy" + std::to_string(d), g.out_size(d)));
     Expr rc = int_imm(0);
     if (cpg > 1) {
         reds.push_back(b.axis("rc", cpg));
@@ -144,7 +145,8 @@ inline int conv(DagBuilder& b, const ConvGeometry& g) {
 // if_then_else stage, then a stride-1 convolution with the flipped HWIO kernel.
 inline int conv2d_transpose_nhwc(DagBuilder& b, std::int64_t N, std::int64_t H, std::int64_t W,
                                  std::int64_t C, std::int64_t K, std::int64_t R, std::int64_t S,
-                                 std::vector<std::int64_t> stride, std::vector<std::int64_t> padding,
+                                 std::vector<std::int64_t> stride,
+                                 std::vector<std::int64_t> padding,
                                  std::vector<std::int64_t> output_padding) {
     int x = b.input("X", {N, H, W, C});
     const std::int64_t in[2] = {H, W}, ks[2] = {R, S};
@@ -162,7 +164,8 @@ inline int conv2d_transpose_nhwc(DagBuilder& b, std::int64_t N, std::int64_t H, 
     }
     axes.push_back(b.axis("i3", C));
     idx.push_back(b.v(axes.back()));
-    int dilated = b.stage("data_pad", axes, if_then_else(all_of(conds), load(x, idx), float_imm(0)));
+    int dilated =
+        b.stage("data_pad", axes, if_then_else(all_of(conds), load(x, idx), float_imm(0)));
     ConvGeometry g;
     g.batch = N, g.in_channels = C, g.out_channels = K, g.groups = 1;
     g.spatial = {b.tensor_info(dilated).shape[1], b.tensor_info(dilated).shape[2]};
@@ -183,8 +186,8 @@ inline int pool2d_nhwc(DagBuilder& b, bool is_max, std::int64_t N, std::int64_t 
     const std::int64_t OW = (W + 2 * padding[1] - kernel[1]) / stride[1] + 1;
     IterVar n = b.axis("ax0", N), oh = b.axis("ax1", OH), ow = b.axis("ax2", OW),
             c = b.axis("ax3", C), rh = b.axis("rv0", kernel[0]), rw = b.axis("rv1", kernel[1]);
-    Expr body = load(padded, {b.v(n), b.v(oh) * stride[0] + b.v(rh), b.v(ow) * stride[1] + b.v(rw),
-                              b.v(c)});
+    Expr body = load(
+        padded, {b.v(n), b.v(oh) * stride[0] + b.v(rh), b.v(ow) * stride[1] + b.v(rw), b.v(c)});
     int pooled = b.stage(is_max ? "pool_max" : "pool_sum", {n, oh, ow, c}, body, {rh, rw},
                          is_max ? Reduce::Max : Reduce::Sum);
     if (is_max) return pooled;
@@ -209,8 +212,8 @@ inline int global_avg_pool2d_nhwc(DagBuilder& b, std::int64_t N, std::int64_t H,
     int x = b.input("X", {N, H, W, C});
     IterVar n = b.axis("ax0", N), c = b.axis("ax3", C), rh = b.axis("rv0", H),
             rw = b.axis("rv1", W);
-    int sum = b.stage("adaptive_pool_sum", {n, c},
-                      load(x, {b.v(n), b.v(rh), b.v(rw), b.v(c)}), {rh, rw}, Reduce::Sum);
+    int sum = b.stage("adaptive_pool_sum", {n, c}, load(x, {b.v(n), b.v(rh), b.v(rw), b.v(c)}),
+                      {rh, rw}, Reduce::Sum);
     IterVar a0 = b.axis("ax0", N), a3 = b.axis("ax3", C);
     Expr avg = load(sum, {b.v(a0), b.v(a3)}) / float_imm(static_cast<double>(H * W));
     return b.stage("adaptive_pool_avg", {a0, a3}, avg);

@@ -10,49 +10,72 @@ namespace tempo::loopnest {
 
 inline const char* binary_symbol(ExprKind k) {
     switch (k) {
-    case ExprKind::Add: return "+";
-    case ExprKind::Sub: return "-";
-    case ExprKind::Mul: return "*";
-    case ExprKind::Div: return "/";
-    case ExprKind::FloorDiv: return "//";
-    case ExprKind::FloorMod: return "%";
-    case ExprKind::EQ: return "==";
-    case ExprKind::NE: return "!=";
-    case ExprKind::LT: return "<";
-    case ExprKind::LE: return "<=";
-    case ExprKind::GT: return ">";
-    case ExprKind::GE: return ">=";
-    case ExprKind::And: return "&&";
-    case ExprKind::Or: return "||";
-    default: return nullptr;
+    case ExprKind::Add:
+        return "+";
+    case ExprKind::Sub:
+        return "-";
+    case ExprKind::Mul:
+        return "*";
+    case ExprKind::Div:
+        return "/";
+    case ExprKind::FloorDiv:
+        return "//";
+    case ExprKind::FloorMod:
+        return "%";
+    case ExprKind::EQ:
+        return "==";
+    case ExprKind::NE:
+        return "!=";
+    case ExprKind::LT:
+        return "<";
+    case ExprKind::LE:
+        return "<=";
+    case ExprKind::GT:
+        return ">";
+    case ExprKind::GE:
+        return ">=";
+    case ExprKind::And:
+        return "&&";
+    case ExprKind::Or:
+        return "||";
+    default:
+        return nullptr;
     }
 }
 
 inline std::string to_string(const Expr& e, const std::vector<Tensor>& tensors) {
     auto s = [&](const Expr& x) { return to_string(x, tensors); };
     switch (e->kind) {
-    case ExprKind::IntImm: return std::to_string(e->int_value);
+    case ExprKind::IntImm:
+        return std::to_string(e->int_value);
     case ExprKind::FloatImm: {
         std::ostringstream o;
         o << e->float_value << "f";
         return o.str();
     }
-    case ExprKind::Var: return e->name;
+    case ExprKind::Var:
+        return e->name;
     case ExprKind::Load: {
         std::string r = tensors[e->int_value].name + "[";
         for (std::size_t i = 0; i < e->args.size(); ++i) r += (i ? ", " : "") + s(e->args[i]);
         return r + "]";
     }
-    case ExprKind::Cast: return "float32(" + s(e->args[0]) + ")";
-    case ExprKind::Min: return "min(" + s(e->args[0]) + ", " + s(e->args[1]) + ")";
-    case ExprKind::Max: return "max(" + s(e->args[0]) + ", " + s(e->args[1]) + ")";
-    case ExprKind::Not: return "!" + s(e->args[0]);
+    case ExprKind::Cast:
+        return "float32(" + s(e->args[0]) + ")";
+    case ExprKind::Min:
+        return "min(" + s(e->args[0]) + ", " + s(e->args[1]) + ")";
+    case ExprKind::Max:
+        return "max(" + s(e->args[0]) + ", " + s(e->args[1]) + ")";
+    case ExprKind::Not:
+        return "!" + s(e->args[0]);
     case ExprKind::Select:
     case ExprKind::IfThenElse:
         return std::string(e->kind == ExprKind::Select ? "select(" : "if_then_else(") +
                s(e->args[0]) + ", " + s(e->args[1]) + ", " + s(e->args[2]) + ")";
-    case ExprKind::Call: return std::string(math_fn_name(e->fn)) + "(" + s(e->args[0]) + ")";
-    default: return "(" + s(e->args[0]) + " " + binary_symbol(e->kind) + " " + s(e->args[1]) + ")";
+    case ExprKind::Call:
+        return std::string(math_fn_name(e->fn)) + "(" + s(e->args[0]) + ")";
+    default:
+        return "(" + s(e->args[0]) + " " + binary_symbol(e->kind) + " " + s(e->args[1]) + ")";
     }
 }
 
@@ -80,7 +103,8 @@ inline void print_tree(std::ostream& out, const LoopNode& n, const LoweredProgra
         out << pad << to_string(load(n.tensor, n.indices), p.tensors) << " = "
             << to_string(n.value, p.tensors) << "\n";
         break;
-    default: inner = depth;
+    default:
+        inner = depth;
     }
     for (const auto& c : n.children) print_tree(out, c, p, inner);
 }

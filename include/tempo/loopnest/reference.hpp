@@ -10,7 +10,7 @@
 namespace tempo::loopnest {
 
 class ReferenceEvaluator {
-public:
+  public:
     explicit ReferenceEvaluator(const ComputeDag& dag) : dag_(dag) {}
 
     // `inputs` in dag.inputs order; returns every tensor's contents (inputs included).
@@ -22,7 +22,7 @@ public:
         return values_;
     }
 
-private:
+  private:
     void evaluate(const Stage& s) {
         auto& out = values_[s.output];
         out.assign(static_cast<std::size_t>(dag_.tensors[s.output].elements()), 0.0f);
@@ -56,16 +56,26 @@ private:
     std::int64_t eval_int(const ExprNode& e) {
         auto a = [&](int i) { return eval_int(*e.args[i]); };
         switch (e.kind) {
-        case ExprKind::IntImm: return e.int_value;
-        case ExprKind::Var: return env_[e.int_value];
-        case ExprKind::Add: return a(0) + a(1);
-        case ExprKind::Sub: return a(0) - a(1);
-        case ExprKind::Mul: return a(0) * a(1);
-        case ExprKind::FloorDiv: return detail::floor_div(a(0), a(1));
-        case ExprKind::FloorMod: return detail::floor_mod(a(0), a(1));
-        case ExprKind::Min: return std::min(a(0), a(1));
-        case ExprKind::Max: return std::max(a(0), a(1));
-        default: throw Error("reference", "unsupported integer expression");
+        case ExprKind::IntImm:
+            return e.int_value;
+        case ExprKind::Var:
+            return env_[e.int_value];
+        case ExprKind::Add:
+            return a(0) + a(1);
+        case ExprKind::Sub:
+            return a(0) - a(1);
+        case ExprKind::Mul:
+            return a(0) * a(1);
+        case ExprKind::FloorDiv:
+            return detail::floor_div(a(0), a(1));
+        case ExprKind::FloorMod:
+            return detail::floor_mod(a(0), a(1));
+        case ExprKind::Min:
+            return std::min(a(0), a(1));
+        case ExprKind::Max:
+            return std::max(a(0), a(1));
+        default:
+            throw Error("reference", "unsupported integer expression");
         }
     }
 
@@ -76,16 +86,26 @@ private:
                       static_cast<double>(eval_int(*e.args[1])));
         };
         switch (e.kind) {
-        case ExprKind::EQ: return cmp2([](double x, double y) { return x == y; });
-        case ExprKind::NE: return cmp2([](double x, double y) { return x != y; });
-        case ExprKind::LT: return cmp2([](double x, double y) { return x < y; });
-        case ExprKind::LE: return cmp2([](double x, double y) { return x <= y; });
-        case ExprKind::GT: return cmp2([](double x, double y) { return x > y; });
-        case ExprKind::GE: return cmp2([](double x, double y) { return x >= y; });
-        case ExprKind::And: return eval_bool(*e.args[0]) && eval_bool(*e.args[1]);
-        case ExprKind::Or: return eval_bool(*e.args[0]) || eval_bool(*e.args[1]);
-        case ExprKind::Not: return !eval_bool(*e.args[0]);
-        default: throw Error("reference", "unsupported condition");
+        case ExprKind::EQ:
+            return cmp2([](double x, double y) { return x == y; });
+        case ExprKind::NE:
+            return cmp2([](double x, double y) { return x != y; });
+        case ExprKind::LT:
+            return cmp2([](double x, double y) { return x < y; });
+        case ExprKind::LE:
+            return cmp2([](double x, double y) { return x <= y; });
+        case ExprKind::GT:
+            return cmp2([](double x, double y) { return x > y; });
+        case ExprKind::GE:
+            return cmp2([](double x, double y) { return x >= y; });
+        case ExprKind::And:
+            return eval_bool(*e.args[0]) && eval_bool(*e.args[1]);
+        case ExprKind::Or:
+            return eval_bool(*e.args[0]) || eval_bool(*e.args[1]);
+        case ExprKind::Not:
+            return !eval_bool(*e.args[0]);
+        default:
+            throw Error("reference", "unsupported condition");
         }
     }
 
@@ -93,7 +113,8 @@ private:
         if (e.dtype == DType::Int32) return static_cast<double>(eval_int(e));
         auto a = [&](int i) { return eval(*e.args[i]); };
         switch (e.kind) {
-        case ExprKind::FloatImm: return e.float_value;
+        case ExprKind::FloatImm:
+            return e.float_value;
         case ExprKind::Load: {
             const auto& shape = dag_.tensors[e.int_value].shape;
             std::int64_t flat = 0;
@@ -104,25 +125,39 @@ private:
             }
             return values_[e.int_value][static_cast<std::size_t>(flat)];
         }
-        case ExprKind::Cast: return static_cast<double>(eval_int(*e.args[0]));
-        case ExprKind::Add: return a(0) + a(1);
-        case ExprKind::Sub: return a(0) - a(1);
-        case ExprKind::Mul: return a(0) * a(1);
-        case ExprKind::Div: return a(0) / a(1);
-        case ExprKind::Min: return std::min(a(0), a(1));
-        case ExprKind::Max: return std::max(a(0), a(1));
+        case ExprKind::Cast:
+            return static_cast<double>(eval_int(*e.args[0]));
+        case ExprKind::Add:
+            return a(0) + a(1);
+        case ExprKind::Sub:
+            return a(0) - a(1);
+        case ExprKind::Mul:
+            return a(0) * a(1);
+        case ExprKind::Div:
+            return a(0) / a(1);
+        case ExprKind::Min:
+            return std::min(a(0), a(1));
+        case ExprKind::Max:
+            return std::max(a(0), a(1));
         case ExprKind::Select:
-        case ExprKind::IfThenElse: return eval_bool(*e.args[0]) ? a(1) : a(2);
+        case ExprKind::IfThenElse:
+            return eval_bool(*e.args[0]) ? a(1) : a(2);
         case ExprKind::Call:
             switch (e.fn) {
-            case MathFn::Exp: return std::exp(a(0));
-            case MathFn::Tanh: return std::tanh(a(0));
-            case MathFn::Erf: return std::erf(a(0));
-            case MathFn::Sqrt: return std::sqrt(a(0));
-            case MathFn::Rsqrt: return 1.0 / std::sqrt(a(0));
+            case MathFn::Exp:
+                return std::exp(a(0));
+            case MathFn::Tanh:
+                return std::tanh(a(0));
+            case MathFn::Erf:
+                return std::erf(a(0));
+            case MathFn::Sqrt:
+                return std::sqrt(a(0));
+            case MathFn::Rsqrt:
+                return 1.0 / std::sqrt(a(0));
             }
             break;
-        default: break;
+        default:
+            break;
         }
         throw Error("reference", "unsupported float expression");
     }

@@ -17,15 +17,15 @@
 namespace tempo::loopnest {
 
 struct SpaceOptions {
-    int num_cores = 2;             // parallel fusion stops past 16 × num_cores
-    int max_innermost_split = 64;  // Ansor's max_innermost_split_factor
-    int max_vectorize = 16;        // Ansor's max_vectorize_size
+    int num_cores = 2;            // parallel fusion stops past 16 × num_cores
+    int max_innermost_split = 64; // Ansor's max_innermost_split_factor
+    int max_vectorize = 16;       // Ansor's max_vectorize_size
 };
 
 inline constexpr int kAutoUnrollChoices[] = {0, 16, 64, 512};
 
 class ScheduleSpace {
-public:
+  public:
     explicit ScheduleSpace(ComputeDag dag, SpaceOptions options = {})
         : dag_(std::move(dag)), opt_(options) {
         const int n = static_cast<int>(dag_.stages.size());
@@ -64,7 +64,7 @@ public:
         std::uniform_real_distribution<double> u(0.0, 1.0);
         for (int attempt = 0; attempt < 16; ++attempt) {
             const double r = u(rng);
-            if (r < 0.90 ? mutate_tile(sch, rng)
+            if (r < 0.90   ? mutate_tile(sch, rng)
                 : r < 0.94 ? mutate_unroll(sch, rng)
                 : r < 0.99 ? mutate_location(sdag, sch, rng)
                            : mutate_parallel(sdag, sch, rng))
@@ -73,7 +73,7 @@ public:
         return false;
     }
 
-private:
+  private:
     void build_sketches() {
         const int n = static_cast<int>(dag_.stages.size());
         // Structural choices per tiled stage: 0 unfused, 1/2 fused at that level; for an output
@@ -100,7 +100,8 @@ private:
                             sch.stages[s] = StageSchedule{};
                             sch.stages.insert(sch.stages.begin() + s, local);
                             for (auto& st : sch.stages) // indices past s moved by one
-                                if (st.attach == Attach::At && st.attach_stage >= s) ++st.attach_stage;
+                                if (st.attach == Attach::At && st.attach_stage >= s)
+                                    ++st.attach_stage;
                             fuse(sch, s, s + 1, level);
                         } else {
                             continue;
@@ -169,8 +170,7 @@ private:
             const bool spatial = a < stage.axes.size();
             const std::int64_t extent =
                 spatial ? stage.axes[a].extent : stage.reduce_axes[a - stage.axes.size()].extent;
-            const auto& choices =
-                factorizations(extent, spatial ? kSpatialLevels : kReduceLevels);
+            const auto& choices = factorizations(extent, spatial ? kSpatialLevels : kReduceLevels);
             st.tiles[a] = choices[rng() % choices.size()];
         }
     }

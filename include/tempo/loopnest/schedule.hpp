@@ -26,16 +26,16 @@ struct StageSchedule {
     // A consumer split following a producer fused at its loops of level `follow_level`.
     int follow_stage = -1;
     int follow_level = 0;
-    int parallel = 0;  // outer iterators fused into one parallel loop (root stages)
-    int vectorize = 0; // inner iterators fused into one vectorised loop (capped by Ansor's rule)
+    int parallel = 0;     // outer iterators fused into one parallel loop (root stages)
+    int vectorize = 0;    // inner iterators fused into one vectorised loop (capped by Ansor's rule)
     int auto_unroll = -1; // pragma auto_unroll_max_step value; -1: no pragma
 
     bool tiled() const { return !tiles.empty(); }
     bool operator==(const StageSchedule& o) const {
         return attach == o.attach && attach_stage == o.attach_stage &&
-               attach_iter == o.attach_iter && tiles == o.tiles &&
-               follow_stage == o.follow_stage && follow_level == o.follow_level &&
-               parallel == o.parallel && vectorize == o.vectorize && auto_unroll == o.auto_unroll;
+               attach_iter == o.attach_iter && tiles == o.tiles && follow_stage == o.follow_stage &&
+               follow_level == o.follow_level && parallel == o.parallel &&
+               vectorize == o.vectorize && auto_unroll == o.auto_unroll;
     }
 };
 
@@ -52,8 +52,8 @@ inline ComputeDag apply_cache_write(const ComputeDag& dag, int s) {
     ComputeDag out = dag;
     Stage local = dag.stages[s];
     local.name += ".local";
-    out.tensors.push_back(Tensor{dag.tensors[local.output].name + ".local",
-                                 dag.tensors[local.output].shape});
+    out.tensors.push_back(
+        Tensor{dag.tensors[local.output].name + ".local", dag.tensors[local.output].shape});
     local.output = static_cast<int>(out.tensors.size()) - 1;
     Stage copy;
     copy.name = dag.stages[s].name;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tempo/io/json.hpp"
+#include "tempo/loopnest/iterators.hpp"
 #include "tempo/loopnest/schedule.hpp"
 #include "tempo/loopnest/task.hpp"
 #include "tempo/program/compact_ast.hpp"
@@ -13,9 +14,8 @@
 namespace tempo::loopnest {
 
 namespace serialize_detail {
-inline json::Value member(json::Value::Object& o, std::string key, json::Value v) {
+inline void member(json::Value::Object& o, std::string key, json::Value v) {
     o.push_back(json::Member{std::move(key), std::move(v)});
-    return {};
 }
 template <typename T>
 json::Value array_of(const std::vector<T>& v) {
@@ -82,10 +82,14 @@ inline Schedule schedule_from_json(const json::Value& v, const std::string& wher
         const json::Value* attach = o.find("attach");
         if (!attach) throw Error(w, "missing \"attach\"");
         const std::string& a = attach->as_string(w + ".attach");
-        if (a == "root") st.attach = Attach::Root;
-        else if (a == "inline") st.attach = Attach::Inline;
-        else if (a == "at") st.attach = Attach::At;
-        else throw Error(w + ".attach", "expected root, inline or at, got \"" + a + "\"");
+        if (a == "root")
+            st.attach = Attach::Root;
+        else if (a == "inline")
+            st.attach = Attach::Inline;
+        else if (a == "at")
+            st.attach = Attach::At;
+        else
+            throw Error(w + ".attach", "expected root, inline or at, got \"" + a + "\"");
         if (st.attach == Attach::At) {
             const json::Value* at = o.find("at");
             auto p = at ? ints(*at, w + ".at") : std::vector<std::int64_t>{};
@@ -94,52 +98,80 @@ inline Schedule schedule_from_json(const json::Value& v, const std::string& wher
         }
         if (const json::Value* tiles = o.find("tiles"))
             for (std::size_t i = 0; i < tiles->as_array(w + ".tiles").size(); ++i)
-                st.tiles.push_back(ints(tiles->as_array()[i], w + ".tiles[" + std::to_string(i) + "]"));
+                st.tiles.push_back(
+                    ints(tiles->as_array()[i], w + ".tiles[" + std::to_string(i) + "]"));
         if (const json::Value* follow = o.find("follow")) {
             auto p = ints(*follow, w + ".follow");
             if (p.size() != 2) throw Error(w + ".follow", "expected [stage, level]");
             st.follow_stage = static_cast<int>(p[0]), st.follow_level = static_cast<int>(p[1]);
         }
-        if (const json::Value* x = o.find("parallel")) st.parallel = static_cast<int>(x->as_int64(w + ".parallel"));
-        if (const json::Value* x = o.find("vectorize")) st.vectorize = static_cast<int>(x->as_int64(w + ".vectorize"));
-        if (const json::Value* x = o.find("unroll")) st.auto_unroll = static_cast<int>(x->as_int64(w + ".unroll"));
+        if (const json::Value* x = o.find("parallel"))
+            st.parallel = static_cast<int>(x->as_int64(w + ".parallel"));
+        if (const json::Value* x = o.find("vectorize"))
+            st.vectorize = static_cast<int>(x->as_int64(w + ".vectorize"));
+        if (const json::Value* x = o.find("unroll"))
+            st.auto_unroll = static_cast<int>(x->as_int64(w + ".unroll"));
         sch.stages.push_back(std::move(st));
     }
     return sch;
 }
 
 // Checks that a schedule read from a file fits the task's DAG before lowering trusts it.
-inline void validate_schedule(const ComputeDag& task_dag, const Schedule& sch, const std::string& where) {
+inline void validate_schedule(const ComputeDag& task_dag, const Schedule& sch,
+                              const std::string& where) {
     if (sch.cache_write_stage >= static_cast<int>(task_dag.stages.size()))
         throw Error(where, "cache_write stage out of range");
     const ComputeDag sdag = scheduled_dag(task_dag, sch);
     const int n = static_cast<int>(sdag.stages.size());
     if (static_cast<int>(sch.stages.size()) != n)
-        throw Error(where, "expected " + std::to_string(n) + " stages, got " + std::to_string(sch.stages.size()));
-    for (int s = 0; s < n; ++s) {
+        throw Error(where, "expected " + std::to_string(n) + " stages, got " +
+                               std::to_string(sch.stages.size()));
+    auto at = [&](int s) { return where + ".stages[" + std::to_string(s) + "]"; };
+    for (int s = 0; s < n; ++s) { // tiles first: iterators are built from them
         const StageSchedule& st = sch.stages[s];
         const Stage& stage = sdag.stages[s];
-        const std::string w = where + ".stages[" + std::to_string(s) + "]";
-        if (st.attach == Attach::At && (st.attach_stage <= s || st.attach_stage >= n))
-            throw Error(w, "attached to an invalid consumer");
-        if (st.follow_stage >= 0 && (st.follow_stage >= s || !sch.stages[st.follow_stage].tiled() ||
-                                     st.follow_level < 1 || st.follow_level > 2))
-            throw Error(w, "invalid follow");
-        if (st.tiled()) {
-            if (st.tiles.size() != stage.axes.size() + stage.reduce_axes.size())
-                throw Error(w, "wrong number of tile lists");
-            for (std::size_t a = 0; a < st.tiles.size(); ++a) {
-                const bool spatial = a < stage.axes.size();
-                const auto extent = spatial ? stage.axes[a].extent : stage.reduce_axes[a - stage.axes.size()].extent;
-                std::int64_t p = 1;
-                for (auto f : st.tiles[a]) {
-                    if (f < 1) throw Error(w, "tile factor below 1");
-                    p *= f;
-                }
-                if (st.tiles[a].size() != static_cast<std::size_t>(spatial ? kSpatialLevels : kReduceLevels) || p != extent)
-                    throw Error(w, "tile factors of axis " + std::to_string(a) + " do not split its extent");
+        if (!st.tiled()) continue;
+        if (st.tiles.size() != stage.axes.size() + stage.reduce_axes.size())
+            throw Error(at(s), "wrong number of tile lists");
+        for (std::size_t a = 0; a < st.tiles.size(); ++a) {
+            const bool spatial = a < stage.axes.size();
+            const auto extent =
+                spatial ? stage.axes[a].extent : stage.reduce_axes[a - stage.axes.size()].extent;
+            std::int64_t p = 1;
+            for (auto f : st.tiles[a]) {
+                if (f < 1) throw Error(at(s), "tile factor below 1");
+                p *= f;
             }
+            const auto levels = static_cast<std::size_t>(spatial ? kSpatialLevels : kReduceLevels);
+            if (st.tiles[a].size() != levels || p != extent)
+                throw Error(at(s), "tile factors of axis " + std::to_string(a) +
+                                       " do not split its extent");
         }
+    }
+    for (int s = 0; s < n; ++s) {
+        const StageSchedule& st = sch.stages[s];
+        if (st.follow_stage >= 0) {
+            const int p = st.follow_stage;
+            if (p >= s || !sch.stages[p].tiled() || st.follow_level < 1 || st.follow_level > 2 ||
+                sdag.stages[p].axes.size() != sdag.stages[s].axes.size())
+                throw Error(at(s), "invalid follow");
+            const int naxes = static_cast<int>(sdag.stages[p].axes.size());
+            const StageSchedule& ps = sch.stages[p];
+            if (ps.attach != Attach::At || ps.attach_stage != s ||
+                ps.attach_iter != st.follow_level * naxes - 1)
+                throw Error(at(s), "follows a producer that is not fused at its level");
+        }
+    }
+    for (int s = 0; s < n; ++s) {
+        const StageSchedule& st = sch.stages[s];
+        if (st.attach != Attach::At) continue;
+        if (st.attach_stage <= s || st.attach_stage >= n)
+            throw Error(at(s), "attached to an invalid consumer");
+        if (st.tiled() && sch.stages[st.attach_stage].follow_stage != s)
+            throw Error(at(s), "a tiled stage is computed only where its consumer follows it");
+        const auto its = stage_iterators(sdag, sch, st.attach_stage);
+        if (st.attach_iter < 0 || st.attach_iter >= static_cast<int>(its.size()))
+            throw Error(at(s), "attach iterator out of range");
     }
 }
 

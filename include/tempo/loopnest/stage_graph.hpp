@@ -43,12 +43,13 @@ inline StageGraph stage_graph(const LoweredProgram& p, const CompactAst& ast) {
     for (std::size_t leaf = 0; leaf < stores.size(); ++leaf) {
         int id = node_of(stores[leaf]->tensor);
         if (id < 0) {
-            g.nodes.push_back(StageNode{p.tensors[stores[leaf]->tensor].name, stores[leaf]->tensor, 0,
-                                        std::vector<float>(ast.feature_dim, 0.0f)});
+            g.nodes.push_back(StageNode{p.tensors[stores[leaf]->tensor].name, stores[leaf]->tensor,
+                                        0, std::vector<float>(ast.feature_dim, 0.0f)});
             id = static_cast<int>(g.nodes.size()) - 1;
         }
         g.nodes[id].stores++;
-        for (std::size_t f = 0; f < ast.feature_dim; ++f) g.nodes[id].features[f] += ast.leaf(leaf)[f];
+        for (std::size_t f = 0; f < ast.feature_dim; ++f)
+            g.nodes[id].features[f] += ast.leaf(leaf)[f];
     }
     for (const LoopNode* s : stores) {
         const int consumer = node_of(s->tensor);
@@ -57,7 +58,8 @@ inline StageGraph stage_graph(const LoweredProgram& p, const CompactAst& ast) {
             const int producer = node_of(static_cast<int>(e.int_value));
             if (producer < 0 || producer == consumer) return;
             std::pair<int, int> edge{producer, consumer};
-            if (std::find(g.edges.begin(), g.edges.end(), edge) == g.edges.end()) g.edges.push_back(edge);
+            if (std::find(g.edges.begin(), g.edges.end(), edge) == g.edges.end())
+                g.edges.push_back(edge);
         });
     }
     return g;
@@ -68,7 +70,8 @@ inline json::Value stage_graph_to_json(const StageGraph& g) {
     for (const StageNode& n : g.nodes) {
         json::Value::Array f;
         for (float x : n.features) f.emplace_back(static_cast<double>(x));
-        nodes.emplace_back(json::Value::Object{{"name", n.name}, {"stores", n.stores}, {"features", f}});
+        nodes.emplace_back(
+            json::Value::Object{{"name", n.name}, {"stores", n.stores}, {"features", f}});
     }
     for (const auto& [a, b] : g.edges) edges.emplace_back(json::Value::Array{a, b});
     return json::Value::Object{{"nodes", nodes}, {"edges", edges}};

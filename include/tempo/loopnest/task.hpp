@@ -23,8 +23,10 @@ struct Task {
     void set(const std::string& name, std::vector<std::int64_t> value) {
         auto it = std::lower_bound(params.begin(), params.end(), name,
                                    [](const auto& p, const std::string& n) { return p.first < n; });
-        if (it != params.end() && it->first == name) it->second = std::move(value);
-        else params.insert(it, {name, std::move(value)});
+        if (it != params.end() && it->first == name)
+            it->second = std::move(value);
+        else
+            params.insert(it, {name, std::move(value)});
     }
     bool has(const std::string& name) const {
         for (const auto& p : params)
@@ -40,7 +42,8 @@ struct Task {
     std::int64_t get_or(const std::string& name, std::int64_t fallback) const {
         return has(name) ? get(name) : fallback;
     }
-    std::vector<std::int64_t> list_or(const std::string& name, std::size_t n, std::int64_t v) const {
+    std::vector<std::int64_t> list_or(const std::string& name, std::size_t n,
+                                      std::int64_t v) const {
         return has(name) ? list(name) : std::vector<std::int64_t>(n, v);
     }
 
@@ -63,9 +66,10 @@ struct Task {
 
 inline const std::vector<std::string>& supported_ops() {
     static const std::vector<std::string> ops = {
-        "dense",          "batch_matmul",          "conv2d_nhwc",     "conv2d_nchw",
-        "conv3d_ndhwc",   "conv2d_transpose_nhwc", "max_pool2d_nhwc", "avg_pool2d_nhwc",
-        "global_avg_pool2d_nhwc", "softmax",       "layer_norm",      "transpose",
+        "dense",           "batch_matmul",    "conv2d_nhwc",
+        "conv2d_nchw",     "conv3d_ndhwc",    "conv2d_transpose_nhwc",
+        "max_pool2d_nhwc", "avg_pool2d_nhwc", "global_avg_pool2d_nhwc",
+        "softmax",         "layer_norm",      "transpose",
         "reduce_sum"};
     return ops;
 }
