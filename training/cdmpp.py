@@ -65,8 +65,7 @@ class TrainConfig:
 
     def model_config(self, device: bool = False) -> ct.CdmppConfig:
         over = dict(self.model_overrides)
-        if device and "device" not in over:
-            over["device"] = True
+        over.setdefault("device", bool(device))
         return ct.NAMED_CONFIGS[self.model](**over)
 
     @property

@@ -54,8 +54,8 @@ def kmeans_task_order(x: np.ndarray, task_ids: Sequence[int], k: int, seed: int 
     labels = km.predict(x)
     sizes = np.bincount(labels, minlength=k)
     # mean distance of each task's samples to each centre: (tasks, k)
-    dist = np.sqrt(((x[:, None, :] - centres[None, :, :]) ** 2).sum(-1)) if len(x) * k < 5e6 \
-        else np.stack([np.linalg.norm(x - c, axis=1) for c in centres], axis=1)
+    sq = (x ** 2).sum(1)[:, None] - 2.0 * x @ centres.T + (centres ** 2).sum(1)[None, :]
+    dist = np.sqrt(np.clip(sq, 0.0, None))
     tindex = np.searchsorted(tasks, task_ids)
     mean_d = np.zeros((len(tasks), k))
     np.add.at(mean_d, tindex, dist)

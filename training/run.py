@@ -215,7 +215,7 @@ class Runner:
             "metrics": {k: v["metrics"] for k, v in test_rows.items()},
             "training": {"time_s": round(res.train_time_s, 1), "steps": res.steps,
                          "best_epoch": res.best_epoch, "best_val_mape": res.best_val_mape,
-                         "threads": tc.threads, "hyperparameters": {
+                         "threads": tc.threads, "blas": self.cfg.get("blas"), "hyperparameters": {
                              k: v for k, v in self.cfg["cdmpp"].items()}},
             "parameters": res.parameters,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -258,7 +258,9 @@ class Runner:
                            "stats": ds.stats},
                   "split_file": ", ".join(os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
                                           for p in split_files),
-                  "cdmpp": self.cfg["cdmpp"], "quick": bool(self.args.quick), "rows": self.rows}
+                  "cdmpp": self.cfg["cdmpp"], "xgboost": self.cfg["xgboost"], "mlp": self.cfg["mlp"],
+                  "blas": self.cfg.get("blas"), "threads": self.cfg["threads"],
+                  "quick": bool(self.args.quick), "rows": self.rows}
         with open(os.path.join(self.out, "result.json"), "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
         if self.report_dir:
@@ -412,6 +414,39 @@ def exp_cross_device(cfg: dict, args) -> dict:
     return rn.finish(ds, targets, [sf], synthetic)
 
 
+def openblas_dir() -> Optional[str]:
+    """Debian's OpenBLAS directory (holding a libblas.so.3), if installed."""
+    import glob
+    for d in sorted(glob.glob("/usr/lib/*/openblas-pthread")):
+        if os.path.exists(os.path.join(d, "libblas.so.3")):
+            return d
+    return None
+
+
+def reexec_with_openblas(argv: List[str]) -> None:
+    """Debian's torch/numpy call the system libblas.so.3, which may be the slow reference
+    BLAS (~1 GFLOP/s). With `--blas openblas` (the default when OpenBLAS is installed) the
+    run re-executes itself with OpenBLAS's directory first on LD_LIBRARY_PATH, for this process
+    only (no system setting changes); OPENBLAS_NUM_THREADS follows --threads."""
+    if "--blas" in argv and argv[argv.index("--blas") + 1:][:1] == ["system"]:
+        return
+    if os.environ.get("TEMPO_TRAINING_BLAS"):
+        return
+    d = openblas_dir()
+    if not d:
+        return
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = d + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    env["TEMPO_TRAINING_BLAS"] = "openblas"
+    threads = "1"
+    if "--threads" in argv and argv.index("--threads") + 1 < len(argv):
+        threads = argv[argv.index("--threads") + 1]
+    env.setdefault("OPENBLAS_NUM_THREADS", threads)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "training.run"] + argv, env)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m training.run",
                                  description="Train and evaluate tempo's cost models on one split.")
@@ -435,9 +470,13 @@ def main(argv=None) -> int:
     ap.add_argument("--splits-dir", help="where splits are written (default training/splits)")
     ap.add_argument("--skip-baselines", action="store_true")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--blas", choices=["openblas", "system"], default="openblas",
+                    help="run under Debian's OpenBLAS when installed (default; per process) "
+                         "or the system libblas")
     args = ap.parse_args(argv)
     cfg = load_config(args)
     cfg["progress"] = not args.no_progress
+    cfg["blas"] = os.environ.get("TEMPO_TRAINING_BLAS", "system")
     torch.set_num_threads(max(1, int(cfg["threads"])))
     t0 = time.time()
     fn = {"random": exp_random, "cross-model": exp_cross_model, "cross-device": exp_cross_device}
@@ -447,4 +486,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    reexec_with_openblas(sys.argv[1:])
     sys.exit(main())
