@@ -54,6 +54,7 @@ class TrainConfig:
     max_steps: int = 0                     # 0 = unlimited
     time_limit_s: float = 0                # 0 = unlimited
     eval_batch: int = 2048
+    resume: bool = False                   # continue from out_dir/last.pt when it exists
     seed: int = 0
     threads: int = 1
     progress: bool = True
@@ -222,7 +223,6 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
         lambda m, i, o: hidden.__setitem__("h", o))
     use_cmd = cfg.cmd_weight > 0 and target_idx is not None and len(target_idx) > 1
     target_idx = np.asarray(target_idx if target_idx is not None else [], dtype=np.int64)
-    rng = np.random.default_rng(cfg.seed)
     bs = max(2, int(cfg.batch_size))
     steps_per_epoch = max(1, -(-len(train_idx) // bs) - (1 if len(train_idx) % bs == 1 else 0))
     best_state, best_val, best_epoch, bad = None, float("inf"), -1, 0
@@ -232,10 +232,29 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
     bar = Progress(cfg.max_epochs * steps_per_epoch if not cfg.max_steps else
                    min(cfg.max_steps, cfg.max_epochs * steps_per_epoch), desc, cfg.progress)
     stop = False
+    start = 0
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-    for epoch in range(cfg.max_epochs):
+        last = os.path.join(out_dir, "last.pt")
+        if cfg.resume and os.path.exists(last):
+            st = torch.load(last, map_location="cpu")
+            model.load_state_dict(st["state_dict"])
+            opt.load_state_dict(st["optimizer"])
+            sched.load_state_dict(st["scheduler"])
+            history, steps, start = st["history"], st["steps"], st["epoch"] + 1
+            best_state, best_val = st["best_state"], st["best_val"]
+            best_epoch, bad = st["best_epoch"], st["bad"]
+            norm = tuple(np.asarray(v, dtype=np.float32) for v in st["norm"])
+            t0 -= history[-1]["time_s"] if history else 0.0
+            bar.n = steps
+            sys.stderr.write(f"{desc}: resumed after epoch {st['epoch']} ({steps} steps)\n")
+            if bad >= cfg.patience:
+                start = cfg.max_epochs
+    for epoch in range(start, cfg.max_epochs):
         model.train()
+        # per-epoch generator: a resumed run draws the same batches as an uninterrupted one
+        rng = np.random.default_rng([cfg.seed, epoch])
+        torch.manual_seed((cfg.seed * 1000003 + epoch) % (2 ** 63))    # dropout masks
         perm = rng.permutation(train_idx)
         losses = []
         for s in range(0, max(1, len(perm) - 1), bs):
@@ -292,7 +311,9 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
         else:
             bad += 1
         if out_dir:
-            torch.save({"epoch": epoch, "state_dict": model.state_dict(),
+            torch.save({"epoch": epoch, "steps": steps, "state_dict": model.state_dict(),
+                        "best_state": best_state, "best_val": best_val,
+                        "best_epoch": best_epoch, "bad": bad,
                         "optimizer": opt.state_dict(),
                         # CyclicLR's state holds a WeakMethod that cannot be pickled
                         "scheduler": {k: v for k, v in sched.state_dict().items()

@@ -58,9 +58,14 @@ def record_files(target_dir: str) -> List[str]:
     if not os.path.isdir(target_dir):
         return []
     names = set(os.listdir(target_dir))
+    # the lab's shards are records-*; when present, exactly those (as `tempo lab featurize`
+    # reads them, so its output lines follow ours one to one)
+    lab = any(n.startswith("records-") for n in names)
     out = []
     for n in sorted(names):
         if n.startswith(".") or n.startswith("failures") or n.endswith(".tmp"):
+            continue
+        if lab and not n.startswith("records-"):
             continue
         if n.endswith(".jsonl.gz") or (n.endswith(".jsonl") and n + ".gz" not in names):
             out.append(os.path.join(target_dir, n))
@@ -134,22 +139,32 @@ def load_target_info(data_dir: str, target: str) -> dict:
 # --------------------------------------------------------------------------------------
 # tempo lab featurize
 # --------------------------------------------------------------------------------------
-DEFAULT_TEMPO_BINARIES = ("build/release/tools/tempo", "build/tools/tempo")
+DEFAULT_TEMPO_BINARIES = ("build/tools/tempo", "build/release/tools/tempo")
 
 
-def find_tempo_binary(configured: Optional[str] = None) -> Optional[str]:
-    """The `tempo` executable: the configured path, $TEMPO_BIN, or the usual build dirs
-    (relative to the current directory and to the repository root)."""
-    cands = []
+def has_lab(binary: str) -> bool:
+    """Whether `binary` has the dataset commands (`tempo lab featurize`)."""
+    try:
+        return subprocess.run([binary, "lab", "featurize", "--help"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def find_tempo_binary(configured: Optional[str] = None, need_lab: bool = False) -> Optional[str]:
+    """The `tempo` executable: the configured path, else $TEMPO_BIN, else the usual build
+    dirs (relative to the current directory, then to the repository root); with need_lab,
+    the first one that has `lab featurize`."""
     if configured:
         return configured if os.path.isfile(configured) else None
+    cands = []
     if os.environ.get("TEMPO_BIN"):
         cands.append(os.environ["TEMPO_BIN"])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for rel in DEFAULT_TEMPO_BINARIES:
         cands += [rel, os.path.join(root, rel)]
     for c in cands:
-        if os.path.isfile(c) and os.access(c, os.X_OK):
+        if os.path.isfile(c) and os.access(c, os.X_OK) and (not need_lab or has_lab(c)):
             return c
     return None
 
@@ -163,10 +178,11 @@ def _files_signature(files: Sequence[str]) -> str:
 
 
 def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
-                     cache_dir: Optional[str]) -> Dict[str, dict]:
-    """Runs `tempo lab featurize` for a target; returns id ("task#sid") -> compact AST.
+                     cache_dir: Optional[str]) -> List[dict]:
+    """Runs `tempo lab featurize` for a target; returns its compact ASTs in record order (one
+    per record line of record_files(), ids "task#sid" with the sid of the replayed program).
     The output is cached per (files, sizes, mtimes) signature."""
-    binary = find_tempo_binary(tempo_binary)
+    binary = find_tempo_binary(tempo_binary, need_lab=True)
     if binary is None:
         where = tempo_binary or "$TEMPO_BIN, " + ", ".join(DEFAULT_TEMPO_BINARIES)
         raise DataError(f"records of target {target} carry no 'ast' and the tempo binary was "
@@ -178,8 +194,11 @@ def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
     if cache_dir:
         os.makedirs(cache_dir, exist_ok=True)
         out = os.path.join(cache_dir, f"{target}.{sig}.ast.jsonl")
-    if out is None or not os.path.exists(out):
-        tmp = (out or os.path.join(os.getcwd(), f".featurize-{target}.jsonl")) + ".tmp"
+    if out is None:
+        import tempfile
+        out = os.path.join(tempfile.mkdtemp(prefix="tempo-featurize-"), f"{target}.ast.jsonl")
+    if not os.path.exists(out):
+        tmp = out + ".tmp"
         cmd = [binary, "lab", "featurize", "--target", target, "--data", data_dir, "-o", tmp]
         log("data: " + " ".join(cmd))
         rc = subprocess.run(cmd).returncode
@@ -188,13 +207,8 @@ def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
         if rc == 1:
             log(f"data: featurize reported replay mismatches for {target} (lowering changed "
                 f"since measurement); those features may not describe the measured program")
-        if out is None:
-            out = tmp[:-4]
         os.replace(tmp, out)
-    asts = {}
-    for _, obj in iter_jsonl(out):
-        asts[obj.get("id", "")] = obj
-    return asts
+    return [obj for _, obj in iter_jsonl(out)]
 
 
 # --------------------------------------------------------------------------------------
@@ -395,12 +409,14 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
         files = record_files(os.path.join(data_dir, target))
         if not files:
             raise DataError(f"no record files under {os.path.join(data_dir, target)}")
-        featurized = None
+        featurized, by_id = None, None
         n_target = 0
+        line_k = -1      # record line index over the target's files (featurize's order)
         for path in files:
             for no, r in iter_jsonl(path):
                 where = f"{os.path.basename(path)}:{no}"
                 stats["read"] += 1
+                line_k += 1
                 try:
                     task = r["task"]
                     sid = r.get("sid") or hashlib.sha1(
@@ -423,7 +439,14 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                 if ast is None:
                     if featurized is None:
                         featurized = featurize_target(data_dir, target, tempo_binary, cache_dir)
-                    ast = featurized.get(f"{task}#{sid}")
+                        by_id = {a.get("id", ""): a for a in featurized}
+                    ast = by_id.get(f"{task}#{sid}")
+                    if ast is None and line_k < len(featurized) and \
+                            str(featurized[line_k].get("id", "")).rsplit("#", 1)[0] == task:
+                        # replayed sid differs (lowering changed since measurement): the
+                        # featurize output follows the record lines one to one
+                        ast = featurized[line_k]
+                        stats["featurized_by_order"] = stats.get("featurized_by_order", 0) + 1
                     if ast is None:
                         raise DataError(f"{where}: no 'ast' and `tempo lab featurize` produced "
                                         f"none for {task}#{sid}")
@@ -494,7 +517,8 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
     log(f"data: {stats['read']} records read from {list(targets)}, {len(ds)} kept "
         f"({100 * kept_frac:.1f}%): {stats['dropped_noisy']} noisy (std/mean > {noise_max_cv}), "
         f"{stats['dropped_bad_latency']} bad latency, {stats['dropped_leaves']} over the leaf "
-        f"limit, {stats['dropped_small_task']} in tasks with < {min_records_per_task} records")
+        f"limit, {stats['dropped_small_task']} in tasks with < {max(1, min_records_per_task)} "
+        f"records")
     if stats["read"] and stats["dropped_noisy"] > 0.5 * stats["read"]:
         log(f"data: WARNING more than half the records are noisier than std/mean "
             f"{noise_max_cv}; consider --noise-max-cv")

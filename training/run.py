@@ -87,6 +87,8 @@ def load_config(args) -> dict:
             cfg[key] = v
     if args.model:
         cfg["cdmpp"]["model"] = args.model
+    if getattr(args, "resume", False):
+        cfg["cdmpp"]["resume"] = True
     for s in args.set or []:
         if "=" not in s:
             raise SystemExit(f"--set expects KEY=VALUE, got {s!r}")
@@ -131,7 +133,7 @@ class Runner:
         self.plots = os.path.join(self.report_dir or self.out, "accuracy")
         self.rows: List[dict] = []
         self.exports: List[dict] = []
-        self.tempo = find_tempo_binary(cfg.get("tempo_binary") or None)
+        self.tempo = find_tempo_binary(cfg.get("tempo_binary") or None)  # for `tempo predict`
 
     @property
     def report_dir(self) -> Optional[str]:
@@ -470,6 +472,8 @@ def main(argv=None) -> int:
     ap.add_argument("--splits-dir", help="where splits are written (default training/splits)")
     ap.add_argument("--skip-baselines", action="store_true")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue CDMPP training from OUT/ckpt/<model>/last.pt when present")
     ap.add_argument("--blas", choices=["openblas", "system"], default="openblas",
                     help="run under Debian's OpenBLAS when installed (default; per process) "
                          "or the system libblas")

@@ -307,6 +307,40 @@ class Data(_SyntheticData, unittest.TestCase):
         self.assertEqual(len(os.listdir(cache)), 1)
 
 
+    def test_lab_records_through_real_featurize(self):
+        """Records in the lab's schema (from `tempo lab sample`, ast removed) get their ASTs
+        from the real `tempo lab featurize`, joined by record order when sids differ."""
+        import shutil
+        import subprocess
+        binary = D.find_tempo_binary(need_lab=True)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        tjson = os.path.join(root, "data", "targets", "epyc-zen3.avx2.t1.json")
+        if binary is None or not os.path.exists(tjson):
+            self.skipTest("needs a built tempo with `lab` and data/targets")
+        d = os.path.join(self.tmp.name, "lab")
+        os.makedirs(os.path.join(d, "targets"))
+        os.makedirs(os.path.join(d, "epyc-zen3.avx2.t1"))
+        shutil.copy(tjson, os.path.join(d, "targets"))
+        out = subprocess.run([binary, "lab", "sample", "--task", "1", "-n", "3"],
+                             capture_output=True, text=True, check=True).stdout
+        recs, want = [], []
+        for k, line in enumerate(out.splitlines()):
+            r = json.loads(line)
+            want.append(r.pop("ast"))
+            r.update(sid=f"s{k}", c_hash="x", target="epyc-zen3.avx2.t1",
+                     latency_s={"mean": 1e-3, "std": 0.0, "min": 1e-3, "repeats": 3})
+            recs.append(json.dumps(r))
+        with open(os.path.join(d, "epyc-zen3.avx2.t1", "records-1-0000.jsonl"), "w") as f:
+            f.write("\n".join(recs) + "\n")
+        ds = quiet(D.load_records, d, ["epyc-zen3.avx2.t1"], tempo_binary=binary,
+                   cache_dir=os.path.join(d, "cache"))
+        self.assertEqual(len(ds), 3)
+        for i in range(3):
+            np.testing.assert_allclose(ds.rows[ds.offsets[i]:ds.offsets[i + 1]],
+                                       np.asarray(want[i]["features"], dtype=np.float32))
+            self.assertEqual(ds.ast(i)["tree"], want[i]["tree"])
+
+
 # --------------------------------------------------------------------------------------
 class Splits(_SyntheticData, unittest.TestCase):
     def test_random_split(self):
@@ -360,6 +394,32 @@ class Splits(_SyntheticData, unittest.TestCase):
             self.assertEqual(len(v["finetune"]), ks.budget_for(len(pool), 0.05))
             self.assertEqual(len(np.intersect1d(v["finetune"], v["test"])), 0)
             np.testing.assert_array_equal(np.union1d(v["finetune"], v["test"]), pool)
+
+
+# --------------------------------------------------------------------------------------
+class Training(_SyntheticData, unittest.TestCase):
+    def test_resume_reproduces_an_uninterrupted_run(self):
+        ds = self.load()
+        sp = S.random_split(ds, 0)
+        base = dict(model_overrides={"d_model": 16, "ffn_dim": 16, "layers": 1,
+                                     "embed_dims": [16, 8], "decoder_dims": [8]},
+                    batch_size=64, lr=1e-3, progress=False, patience=100)
+        with tempfile.TemporaryDirectory() as tmp:
+            full = C.train(ds, sp.train, sp.val, C.TrainConfig(max_epochs=2, **base),
+                           out_dir=os.path.join(tmp, "a"))
+            C.train(ds, sp.train, sp.val, C.TrainConfig(max_epochs=1, **base),
+                    out_dir=os.path.join(tmp, "b"))
+            resumed = quiet(C.train, ds, sp.train, sp.val,
+                            C.TrainConfig(max_epochs=2, resume=True, **base),
+                            out_dir=os.path.join(tmp, "b"))
+        self.assertEqual(len(resumed.history), 2)
+        self.assertEqual(resumed.steps, full.steps)
+        for k, v in full.model.state_dict().items():
+            torch.testing.assert_close(resumed.model.state_dict()[k], v, msg=k)
+        # the output transform is the Box-Cox fit of the training latencies
+        self.assertEqual(full.transform.kind, "boxcox")
+        z = full.transform.forward(torch.from_numpy(ds.latency[sp.train])).numpy()
+        self.assertAlmostEqual(float(z.mean()), 0.0, places=6)
 
 
 # --------------------------------------------------------------------------------------
