@@ -71,7 +71,7 @@ def _specs():
         "prenorm_relu_mean_device": (106, ct.compact_config(
             dropout=0.0, norm_first=True, d_model=24, heads=3, ffn_dim=32, layers=2,
             max_leaves=6, embed_dims=[24, 16], device=True, device_dims=[16, 16],
-            decoder_dims=[16]), T("none", 0.0, 2e-3, 5e-4), True),
+            decoder_dims=[16]), T("none", 0.0, 2e-3, 2e-4), True),
         # feature width 24 (no projection), 1 GELU post-norm layer, flatten over 2 leaves,
         # single-layer embedding (no activation) and no decoder hidden layer
         "tiny_f24_flatten2": (107, ct.CdmppConfig(
@@ -82,8 +82,20 @@ def _specs():
 
 
 def _randomise(model: ct.CdmppModel, gen: torch.Generator) -> None:
-    """Non-trivial LayerNorm affine and attention biases (PyTorch inits them to 1 / 0)."""
+    """Distinct weights in every layer (nn.TransformerEncoder starts all its layers as copies
+    of one, so a loader mixing up layers would otherwise go unnoticed), and non-trivial
+    LayerNorm affine and attention biases (PyTorch inits them to 1 / 0)."""
     with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.Linear):
+                bound = 1.0 / mod.in_features ** 0.5
+                mod.weight.copy_(bound * (2 * torch.rand(mod.weight.shape, generator=gen) - 1))
+                if mod.bias is not None:
+                    mod.bias.copy_(bound * (2 * torch.rand(mod.bias.shape, generator=gen) - 1))
+            if isinstance(mod, torch.nn.MultiheadAttention):
+                bound = (6.0 / (4 * mod.embed_dim)) ** 0.5  # xavier over the fused q|k|v
+                mod.in_proj_weight.copy_(
+                    bound * (2 * torch.rand(mod.in_proj_weight.shape, generator=gen) - 1))
         for mod in model.modules():
             if isinstance(mod, torch.nn.LayerNorm):
                 mod.weight.copy_(0.7 + 0.6 * torch.rand(mod.weight.shape, generator=gen))
