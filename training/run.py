@@ -32,7 +32,8 @@ from training import cdmpp as C
 from training import metrics as M
 from training import report as R
 from training import splits as S
-from training.data import Dataset, find_tempo_binary, load_records, load_target_info, log
+from training.data import (DataError, Dataset, find_tempo_binary, load_records, load_target_info,
+                           log)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -252,10 +253,11 @@ class Runner:
         self.exports.append({"name": name, "path": path, "card": card})
         return path
 
-    def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool) -> dict:
+    def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool,
+               records: Optional[int] = None) -> dict:
         result = {"split": self.experiment, "seed": self.cfg["seed"],
                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                  "data": {"targets": targets, "records": int(len(ds)),
+                  "data": {"targets": targets, "records": int(records if records is not None else len(ds)),
                            "noise_max_cv": self.cfg["noise_max_cv"], "synthetic": synthetic,
                            "stats": ds.stats},
                   "split_file": ", ".join(os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
@@ -324,10 +326,19 @@ def exp_random(cfg: dict, args) -> dict:
     rc = cfg["random"]
     targets = list(args.targets or rc["targets"])
     split_files, last_ds = [], None
-    synthetic = is_synthetic(cfg, targets)
+    synthetic = False
     total = 0
+    done = []
     for target in targets:
-        ds = load_dataset(cfg, [target], rn.out)
+        try:
+            ds = load_dataset(cfg, [target], rn.out)
+        except DataError as e:
+            if len(targets) == 1:
+                raise
+            log(f"random: skipping target {target}: {e}")
+            continue
+        done.append(target)
+        synthetic = synthetic or is_synthetic(cfg, [target])
         total += len(ds)
         split = S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"])
         sf = S.write_split(split, ds, rn.splits_dir, tag=target)
@@ -340,8 +351,9 @@ def exp_random(cfg: dict, args) -> dict:
         rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
         rn.baselines(ds, split.train, split.val, {target: split.test})
         last_ds = ds
-    last_ds.stats = dict(last_ds.stats, records_all_targets=total)
-    return rn.finish(last_ds, targets, split_files, synthetic)
+    if last_ds is None:
+        raise SystemExit(f"random: no usable records for any of {targets}")
+    return rn.finish(last_ds, done, split_files, synthetic, records=total)
 
 
 def exp_cross_model(cfg: dict, args) -> dict:
