@@ -218,7 +218,8 @@ class Runner:
             "metrics": {k: v["metrics"] for k, v in test_rows.items()},
             "training": {"time_s": round(res.train_time_s, 1), "steps": res.steps,
                          "best_epoch": res.best_epoch, "best_val_mape": res.best_val_mape,
-                         "threads": tc.threads, "blas": self.cfg.get("blas"), "hyperparameters": {
+                         "threads": tc.threads, "blas": self.cfg.get("blas"),
+                         "learning_rate": tc.learning_rate, "hyperparameters": {
                              k: v for k, v in self.cfg["cdmpp"].items()}},
             "parameters": res.parameters,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -424,7 +425,8 @@ def exp_cross_device(cfg: dict, args) -> dict:
                       extra={"selection": v["method"], "fraction": v["fraction"],
                              "finetune_records": int(len(v["finetune"])),
                              "selection_cmd": v["cmd_to_pool"]})
-        rn.baselines(ds, ft_train, split.val, tests, tag="+target")
+        if dc.get("baselines_per_variant", True):
+            rn.baselines(ds, ft_train, split.val, tests, tag="+target")
     return rn.finish(ds, targets, [sf], synthetic)
 
 
