@@ -159,7 +159,7 @@ class Runner:
         if pred_s is not None and self.plots:
             name = R.slug(f"{self.experiment}-{model}-{test_set}") + ".png"
             R.scatter_png(os.path.join(self.plots, name), ds.latency[idx], pred_s,
-                          f"{model} on {test_set} ({self.experiment}); MAPE {100 * m['mape']:.1f}%")
+                          f"{model} ({self.experiment})\n{test_set}; MAPE {100 * m['mape']:.1f}%")
             r["scatter"] = "accuracy/" + name
         r.update(extra or {})
         self.rows.append(r)
