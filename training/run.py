@@ -4,7 +4,8 @@ write the split, the report rows, scatter plots and (with --ship) the converted 
     python3 -m training.run random|cross-model|cross-device [--quick] [--data DIR] [--out DIR]
         [--config FILE] [--seed N] [--model compact|paper] [--tempo PATH] [--threads N]
         [--noise-max-cv X] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
-        [--splits-dir DIR] [--skip-baselines] [--no-progress]
+        [--splits-dir DIR] [--skip-baselines] [--splits-only] [--resume] [--no-progress]
+        [--blas openblas|system]
 
 --quick: a smoke run (a few steps of a small model, few boosting rounds); its splits and
 report go under --out, never into training/splits or bench/results.
@@ -344,6 +345,9 @@ def exp_random(cfg: dict, args) -> dict:
         split = S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"])
         sf = S.write_split(split, ds, rn.splits_dir, tag=target)
         split_files.append(sf)
+        if args.splits_only:
+            log(f"split {sf}: {split.counts()}")
+            continue
         tc = train_config(cfg, cmd_weight=rc.get("cmd_weight", 0.0))
         name = model_name(cfg, target)
         res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
@@ -352,6 +356,8 @@ def exp_random(cfg: dict, args) -> dict:
         rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
         rn.baselines(ds, split.train, split.val, {target: split.test})
         last_ds = ds
+    if args.splits_only:
+        return {}
     if last_ds is None:
         raise SystemExit(f"random: no usable records for any of {targets}")
     return rn.finish(last_ds, done, split_files, synthetic, records=total)
@@ -368,6 +374,9 @@ def exp_cross_model(cfg: dict, args) -> dict:
         raise SystemExit(f"cross-model: empty train or test set (hold-out networks "
                          f"{mc['holdout_networks']}; counts {split.counts()})")
     sf = S.write_split(split, ds, rn.splits_dir, tag=target)
+    if args.splits_only:
+        log(f"split {sf}: {split.counts()}; test tasks {len(split.params['test_tasks'])}")
+        return {}
     tc = train_config(cfg, cmd_weight=mc.get("cmd_weight", 0.0))
     name = model_name(cfg, "cross-model", target)
     # CMD target domain: the (unlabelled) programs of the held-out tasks
@@ -393,6 +402,8 @@ def exp_cross_device(cfg: dict, args) -> dict:
     split = S.cross_device_split(ds, train_t, test_t, cfg["seed"], cfg["val_fraction"],
                                  dc["fractions"], dc["selections"])
     sf = S.write_split(split, ds, rn.splits_dir)
+    if args.splits_only:
+        log(f"split {sf}: {split.counts()}")
     for k, v in split.variants.items():
         sel = v["finetune"]
         xk = ds.pack_sum(sel) / ds.n_leaves[sel][:, None]
@@ -402,6 +413,8 @@ def exp_cross_device(cfg: dict, args) -> dict:
         v["cmd_to_pool"] = ks.cmd(ks.program_vectors(xk, lo, hi), ks.program_vectors(xa, lo, hi))
         log(f"selection {k}: {len(sel)} records, {len(np.unique(ds.task[sel]))} tasks, "
             f"CMD to the rest {v['cmd_to_pool']:.4f}")
+    if args.splits_only:
+        return {}
     tc = train_config(cfg, cmd_weight=dc.get("cmd_weight", 0.0))
     name = model_name(cfg, "cross-device")
     res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
@@ -485,6 +498,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ship", help="copy converted CDMPP weights + cards here (e.g. weights)")
     ap.add_argument("--splits-dir", help="where splits are written (default training/splits)")
     ap.add_argument("--skip-baselines", action="store_true")
+    ap.add_argument("--splits-only", action="store_true",
+                    help="load the records, write the split(s), print their counts, stop")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--resume", action="store_true",
                     help="continue CDMPP training from OUT/ckpt/<model>/last.pt when present")
