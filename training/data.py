@@ -388,14 +388,32 @@ def _parse_ast(ast: dict, where: str) -> Tuple[np.ndarray, List[int], List[int],
     return feats, pos, ids, tree
 
 
+def noise_of(latency_s: dict, stat: str = "std") -> float:
+    """A record's relative measurement noise: std/mean, or MAD/median of its costs."""
+    mean, std = float(latency_s["mean"]), float(latency_s.get("std", 0.0))
+    if stat == "mad":
+        costs = latency_s.get("costs")
+        if costs:
+            c = np.asarray(costs, dtype=np.float64)
+            med = float(np.median(c))
+            if med > 0:
+                return float(np.median(np.abs(c - med)) / med)
+    elif stat != "std":
+        raise ValueError(f"noise_stat must be 'std' or 'mad', got {stat!r}")
+    return std / mean
+
+
 def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[str] = None,
                  cache_dir: Optional[str] = None, noise_max_cv: Optional[float] = 0.01,
                  min_records_per_task: int = 0, max_leaves: Optional[int] = None,
-                 exact_leaves: Optional[int] = None, limit: int = 0) -> Dataset:
+                 exact_leaves: Optional[int] = None, limit: int = 0,
+                 noise_stat: str = "std") -> Dataset:
     """Loads, filters and joins the records of `targets` into one Dataset.
 
-    Filters (counted in Dataset.stats): non-positive or non-finite latency; std/mean >
-    noise_max_cv (CDMPP drops > 0.01; None disables); leaf count > max_leaves or != exact_leaves
+    Filters (counted in Dataset.stats): non-positive or non-finite latency; noise >
+    noise_max_cv (CDMPP: std/mean > 0.01; None disables), with noise_stat "std" = std/mean
+    (CDMPP) or "mad" = median |cost - median| / median over latency_s.costs (robust to a few
+    disturbed repeats; std/mean when a record has no costs); leaf count > max_leaves or != exact_leaves
     (the model's limit); then tasks with fewer than min_records_per_task records (per target).
     Duplicate (task, sid, target) keys keep the first record."""
     keys, tasks, tgts, lat, lstd, lmin, flops, devs = [], [], [], [], [], [], [], []
@@ -428,7 +446,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                 if not (math.isfinite(mean) and mean > 0 and math.isfinite(std)):
                     stats["dropped_bad_latency"] += 1
                     continue
-                if noise_max_cv is not None and std / mean > noise_max_cv:
+                if noise_max_cv is not None and noise_of(ls, noise_stat) > noise_max_cv:
                     stats["dropped_noisy"] += 1
                     continue
                 key = f"{task}#{sid}@{target}"
@@ -515,7 +533,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
     ds.stats = stats
     kept_frac = len(ds) / max(1, stats["read"])
     log(f"data: {stats['read']} records read from {list(targets)}, {len(ds)} kept "
-        f"({100 * kept_frac:.1f}%): {stats['dropped_noisy']} noisy (std/mean > {noise_max_cv}), "
+        f"({100 * kept_frac:.1f}%): {stats['dropped_noisy']} noisy ({noise_stat} > {noise_max_cv}), "
         f"{stats['dropped_bad_latency']} bad latency, {stats['dropped_leaves']} over the leaf "
         f"limit, {stats['dropped_small_task']} in tasks with < {max(1, min_records_per_task)} "
         f"records")

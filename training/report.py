@@ -107,7 +107,8 @@ def render(results: List[dict]) -> str:
         out += [f"## {res['split']}", "", SPLIT_TEXT.get(res["split"], ""), ""]
         d = res.get("data", {})
         out.append(f"Data: targets {', '.join(d.get('targets', []))}; {d.get('records', '?')} "
-                   f"records after filters (noise std/mean ≤ {d.get('noise_max_cv')}); split file "
+                   f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
+                   f"≤ {d.get('noise_max_cv')}); split file "
                    f"`{res.get('split_file', '?')}` (seed {res.get('seed')}); run {res.get('date', '?')}.")
         out.append("")
         out += table(res)

@@ -3,7 +3,7 @@ write the split, the report rows, scatter plots and (with --ship) the converted 
 
     python3 -m training.run random|cross-model|cross-device [--quick] [--data DIR] [--out DIR]
         [--config FILE] [--seed N] [--model compact|paper] [--tempo PATH] [--threads N]
-        [--noise-max-cv X] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
+        [--noise-max-cv X] [--noise-stat std|mad] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
         [--splits-dir DIR] [--skip-baselines] [--splits-only] [--resume] [--no-progress]
         [--blas openblas|system]
 
@@ -83,7 +83,8 @@ def load_config(args) -> dict:
     if args.quick:
         deep_update(cfg, QUICK)
     for key, attr in (("data", "data"), ("seed", "seed"), ("threads", "threads"),
-                      ("tempo_binary", "tempo"), ("noise_max_cv", "noise_max_cv")):
+                      ("tempo_binary", "tempo"), ("noise_max_cv", "noise_max_cv"),
+                      ("noise_stat", "noise_stat")):
         v = getattr(args, attr)
         if v is not None:
             cfg[key] = v
@@ -115,6 +116,7 @@ def load_dataset(cfg: dict, targets: List[str], out_dir: str) -> Dataset:
     return load_records(cfg["data"], targets, tempo_binary=cfg.get("tempo_binary") or None,
                         cache_dir=os.path.join(HERE, "cache"), noise_max_cv=cfg["noise_max_cv"],
                         min_records_per_task=int(cfg.get("min_records_per_task", 0)),
+                        noise_stat=cfg.get("noise_stat", "std"),
                         max_leaves=None if flatten else mc.max_leaves,
                         exact_leaves=mc.max_leaves if flatten else None)
 
@@ -211,7 +213,8 @@ class Runner:
             "model": name, "family": "cdmpp", "config_name": tc.model,
             "data": {"targets": sorted({ds.target_names[t] for t in ds.target[split.train]}),
                      "records": int(len(ds)), "fingerprint": ds.fingerprint(),
-                     "noise_max_cv": self.cfg["noise_max_cv"], "synthetic": bool(synthetic),
+                     "noise_max_cv": self.cfg["noise_max_cv"],
+                     "noise_stat": self.cfg.get("noise_stat", "std"), "synthetic": bool(synthetic),
                      "filters": {k: v for k, v in ds.stats.items() if k != "per_target"}},
             "split": {"name": split.name, "seed": split.seed, "file": os.path.relpath(split_file, ROOT)
                       if split_file.startswith(ROOT) else os.path.basename(split_file),
@@ -260,7 +263,8 @@ class Runner:
         result = {"split": self.experiment, "seed": self.cfg["seed"],
                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   "data": {"targets": targets, "records": int(records if records is not None else len(ds)),
-                           "noise_max_cv": self.cfg["noise_max_cv"], "synthetic": synthetic,
+                           "noise_max_cv": self.cfg["noise_max_cv"],
+                           "noise_stat": self.cfg.get("noise_stat", "std"), "synthetic": synthetic,
                            "stats": ds.stats},
                   "split_file": ", ".join(os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
                                           for p in split_files),
@@ -491,6 +495,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int)
     ap.add_argument("--noise-max-cv", type=float, dest="noise_max_cv",
                     help="drop records with std/mean above this (negative: keep all)")
+    ap.add_argument("--noise-stat", choices=["std", "mad"], dest="noise_stat",
+                    help="noise measure for --noise-max-cv: std/mean (CDMPP) or MAD/median of costs")
     ap.add_argument("--set", action="append", metavar="KEY=VALUE",
                     help="override a config key, e.g. cdmpp.lr=1e-4 or mlp.max_epochs=50")
     ap.add_argument("--report", help="results dir (default bench/results; --quick: OUT/report)")

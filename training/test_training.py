@@ -257,6 +257,14 @@ class Data(_SyntheticData, unittest.TestCase):
         part = quiet(D.load_records, d, ["t"], noise_max_cv=None)
         self.assertGreater(len(part), 0)
 
+    def test_noise_measures(self):
+        ls = {"mean": 2.0, "std": 0.5, "costs": [1.0, 1.0, 1.1, 0.9, 5.0]}
+        self.assertAlmostEqual(D.noise_of(ls, "std"), 0.25)
+        self.assertAlmostEqual(D.noise_of(ls, "mad"), 0.1)       # median 1.0, |dev| median 0.1
+        self.assertAlmostEqual(D.noise_of({"mean": 2.0, "std": 0.5}, "mad"), 0.25)
+        ds = self.load(noise_max_cv=0.01, noise_stat="mad")     # synthetic costs are constant
+        self.assertEqual(ds.stats["dropped_noisy"], 0)
+
     def test_batch_equals_reference_preprocess(self):
         ds = self.load()
         lo, hi = ds.norm_stats(np.arange(len(ds)))
