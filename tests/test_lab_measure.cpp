@@ -1,0 +1,228 @@
+// tempo lab measure: Tenset's repeats rule, crash-safe record chunks, the record schema, and a
+// resumable measurement of a tiny task that survives SIGKILL without a partial record.
+#include <doctest/doctest.h>
+
+#include "../tools/lab/measure_cli.hpp"
+
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace tempo;
+using namespace tempo::lab;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+    const std::string d = std::string(TEMPO_TEST_TMP_DIR) + "/lab_measure_" + name + "_" + std::to_string(getpid());
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << text;
+}
+
+// A data dir with one hand-written target and a workloads dir with one tiny task.
+struct TinySetup {
+    std::string root, data, workloads;
+    explicit TinySetup(const std::string& name) {
+        root = fresh_dir(name);
+        data = root + "/data";
+        workloads = root + "/workloads";
+        write_file(data + "/targets/test.t1.json",
+                   R"({"id":"test.t1","isa":{"march":"x86-64-v2"},"threads":1,)"
+                   R"("compiler":{"cc":"gcc","flags":"-std=c11 -O1 -march=x86-64-v2 -fopenmp -fPIC -shared"},)"
+                   R"("cdmpp_device_features":[1,1,1,1,1,1,1,1]})");
+        write_file(workloads + "/tiny_b1_1.json",
+                   R"({"network":"tiny","batch":1,"input_shape":[1,16],"source":"test",)"
+                   R"("tasks":[{"name":"fc","op":"dense","params":{"M":4,"N":8,"K":16},)"
+                   R"("epilogue":["bias_add"],"count":2}]})");
+    }
+    DataOptions options(int per_task) const {
+        DataOptions o = parse_data_options({"measure", "--target", "test.t1", "--per-task", std::to_string(per_task),
+                                            "--data", data, "--scratch", root + "/scratch", "--batch", "2",
+                                            // off the last core, where real measurements run
+                                            "--core", "0", "--compile-cores", "0"},
+                                           workloads);
+        return o;
+    }
+};
+
+std::vector<json::Value> all_records(const std::string& dir) {
+    std::vector<json::Value> v;
+    for_each_record(dir, [&](const json::Value& r) { v.push_back(r); });
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("Tenset repeats by FLOPs and the retry rule") {
+    CHECK(tenset_repeats(3e9) == 4);
+    CHECK(tenset_repeats(2416443392.0) == 4);
+    CHECK(tenset_repeats(1e9) == 6);
+    CHECK(tenset_repeats(1e8) == 8);
+    CHECK(tenset_repeats(2097152.0) == 10);
+    CHECK(tenset_repeats(1000) == 10);
+
+    double t = 0;
+    auto clock = [&] { return t; };
+    int flushes = 0;
+    // Steady costs: one try with the table's repeats, a flush before each.
+    auto steady = time_program([&] { t += 1e-3; }, [&] { ++flushes; }, clock, 1e8, 5.0);
+    CHECK(steady.tries == 1);
+    CHECK(steady.costs.size() == 8);
+    CHECK(flushes == 8);
+    // Alternating 1 ms / 3 ms (std/mean 0.5): retried with 1.5x repeats, 4 tries at most.
+    int k = 0;
+    auto noisy = time_program([&] { t += (k++ % 2) ? 3e-3 : 1e-3; }, [] {}, clock, 1e8, 5.0);
+    CHECK(noisy.tries == 4);
+    CHECK(noisy.costs.size() == 27); // 8 → 12 → 18 → 27
+    // A retry that would not fit in the budget is not started.
+    auto capped = time_program([&] { t += (k++ % 2) ? 0.3 : 0.1; }, [] {}, clock, 3e9, 1.0);
+    CHECK(capped.tries == 1);
+    CHECK(capped.costs.size() >= static_cast<std::size_t>(kMinRepeats));
+
+    const CostStats s = cost_stats({1, 2, 3, 4});
+    CHECK(s.mean == doctest::Approx(2.5));
+    CHECK(s.std == doctest::Approx(std::sqrt(1.25))); // population std
+    CHECK(s.min == 1);
+    CHECK(s.median == doctest::Approx(2.5));
+}
+
+TEST_CASE("record chunks: a cut-off line is dropped, finished lines survive, one writer per shard") {
+    const std::string dir = fresh_dir("chunks");
+    {
+        RecordWriter w(dir, "s1of1", 3, 1e9);
+        for (int i = 0; i < 4; ++i) w.append("{\"i\":" + std::to_string(i) + "}");
+        CHECK_THROWS_AS(RecordWriter(dir, "s1of1"), Error); // locked
+        // Simulate a crash mid-write: a partial line in the open chunk, the writer never closed.
+        const int fd = ::open(w.path().c_str(), O_WRONLY | O_APPEND);
+        REQUIRE(fd >= 0);
+        CHECK(::write(fd, "{\"i\":4", 6) == 6);
+        ::close(fd);
+        std::vector<json::Value> seen = all_records(dir);
+        CHECK(seen.size() == 4); // readers skip the partial line
+        w.sync();
+        // Leak the writer's state: emulate SIGKILL by not running close() (release the lock only).
+        fs::copy_file(w.path(), w.path() + ".bak");
+    }
+    // The destructor compressed the chunk; put the crashed state back as a leftover.
+    for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string p = e.path().string();
+        if (ends_with(p, ".bak")) {
+            const std::string orig = p.substr(0, p.size() - 4);
+            fs::remove(orig + ".gz");
+            fs::rename(p, orig);
+        }
+    }
+    {
+        RecordWriter w(dir, "s1of1");
+        w.append("{\"i\":5}");
+    }
+    std::vector<json::Value> seen = all_records(dir);
+    REQUIRE(seen.size() == 5);
+    std::set<std::int64_t> ids;
+    for (const auto& r : seen) ids.insert(r.find("i")->as_int64());
+    CHECK(ids == std::set<std::int64_t>{0, 1, 2, 3, 5});
+    for (const auto& f : record_files(dir)) CHECK(ends_with(f, ".jsonl.gz"));
+}
+
+TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {
+    const loopnest::Task task = task_from_json(json::parse(R"({"op":"dense","params":{"M":4,"N":8,"K":16}})", "t"), "t");
+    const loopnest::ComputeDag dag = loopnest::build_dag(task);
+    const auto a = draw_programs(dag, task.key(), 7, 6);
+    const auto b = draw_programs(dag, task.key(), 7, 10);
+    REQUIRE(a.size() == 6);
+    REQUIRE(b.size() >= 6);
+    std::set<std::string> sids;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].sid == b[i].sid);
+        sids.insert(a[i].sid);
+    }
+    CHECK(sids.size() == a.size());
+}
+
+TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves complete records; rerun resumes") {
+    runner_executable() = ""; // the runner is this process, forked
+    TinySetup s("e2e");
+    const std::string dir = s.data + "/test.t1";
+    std::ostringstream log;
+
+    // Kill a run with SIGKILL as soon as it has written a record.
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::ostringstream quiet;
+        try {
+            lab_measure(s.options(6), quiet);
+        } catch (...) {
+        }
+        _exit(0);
+    }
+    bool saw = false;
+    for (int i = 0; i < 3000 && !saw; ++i) {
+        ::usleep(10000);
+        if (fs::is_directory(dir))
+            for (const auto& e : fs::directory_iterator(dir))
+                if (ends_with(e.path().string(), ".jsonl") && fs::file_size(e.path()) > 0) saw = true;
+    }
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(saw);
+    // Every newline-terminated line of every chunk is a complete record.
+    std::size_t after_kill = 0;
+    for (const auto& f : record_files(dir)) {
+        std::istringstream in(read_record_file(f));
+        std::string line;
+        while (std::getline(in, line)) {
+            CHECK_NOTHROW(json::parse(line, f));
+            ++after_kill;
+        }
+    }
+    CHECK(after_kill >= 1);
+
+    // Resume: only the missing programs are measured.
+    const int first = lab_measure(s.options(6), log);
+    std::vector<json::Value> recs = all_records(dir);
+    std::size_t failures = 0;
+    for_each_record(dir, [&](const json::Value&) { ++failures; }, true);
+    CHECK(recs.size() + failures == 6);
+    CHECK(static_cast<std::size_t>(first) == 6 - after_kill);
+    CHECK(failures == 0);
+    std::set<std::string> sids;
+    for (const auto& r : recs) {
+        sids.insert(r.find("sid")->as_string());
+        for (const char* k : {"task", "op", "shape", "epilogue", "networks", "weight", "target", "sid", "schedule",
+                              "c_hash", "flops", "sample", "latency_s", "check", "compiler", "run", "measured_at"})
+            CHECK_MESSAGE(r.find(k) != nullptr, k);
+        CHECK(r.find("target")->as_string() == "test.t1");
+        CHECK(r.find("task")->as_string() == "dense(K=16,M=4,N=8)+bias_add");
+        CHECK(r.find("networks")->find("tiny_b1_1")->as_int64() == 2);
+        const json::Value& lat = *r.find("latency_s");
+        CHECK(lat.find("repeats")->as_int64() >= 3);
+        CHECK(lat.find("costs")->as_array().size() == static_cast<std::size_t>(lat.find("repeats")->as_int64()));
+        CHECK(lat.find("mean")->as_double() > 0);
+        CHECK(lat.find("min")->as_double() <= lat.find("mean")->as_double());
+        CHECK(r.find("check")->find("passed")->as_bool());
+        // Replayable: the stored schedule lowers to the same program.
+        const loopnest::Task task = task_from_record(r, "record");
+        const loopnest::ComputeDag dag = loopnest::build_dag(task);
+        const loopnest::Schedule sch = loopnest::schedule_from_json(*r.find("schedule"), "record");
+        const loopnest::LoweredProgram prog = loopnest::Lowerer(dag, sch).run();
+        CHECK(program_id(prog) == r.find("sid")->as_string());
+        CHECK(c_hash(prog) == r.find("c_hash")->as_string());
+    }
+    CHECK(sids.size() == recs.size());
+
+    // A second run has nothing left to do; asking for more continues the same stream.
+    CHECK(lab_measure(s.options(6), log) == 0);
+    CHECK(lab_measure(s.options(8), log) == 2);
+    CHECK(all_records(dir).size() == 8);
+}

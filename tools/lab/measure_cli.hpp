@@ -1,0 +1,738 @@
+// `tempo lab target|measure|stats|remeasure|featurize` (and the internal `run-batch`): the
+// measured-dataset half of the tensor-program lab. See data/README.md for the record format.
+#pragma once
+
+#include "measure.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+namespace tempo::lab {
+
+inline constexpr const char* kDataUsage =
+    "usage: tempo lab <command> [options]   (dataset commands)\n"
+    "\n"
+    "  target [--isa v1|v2|v3|v4] [--threads N] [--core C] [--id ID] [--data DIR]\n"
+    "      probe this CPU, measure peak FP32 FLOP/s and memory bandwidth for that ISA level and\n"
+    "      thread count, write DIR/targets/<id>.json (id like epyc-zen3.avx2.t1)\n"
+    "  measure --target ID [--tasks FILTER] [--files LIST] [--per-task N] [--shard i/n]\n"
+    "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
+    "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
+    "          [--pipeline] [--compile-cores LIST]\n"
+    "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
+    "      compile, check against the reference, time (Tenset's protocol), append records to\n"
+    "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
+    "  stats [--target ID]...                     records per target, network, operator;\n"
+    "                                             latency range, noise, failures\n"
+    "  remeasure --target ID [-n N] [--seed S]     re-time N random records, report agreement\n"
+    "  featurize --target ID [-o FILE] [--with-latency]\n"
+    "      rebuild every record's compact AST (+ device features) as JSON Lines, timed\n"
+    "\n"
+    "common: --data DIR (default: data), --workloads DIR (default: the lab's own)\n"
+    "  --files LIST: comma-separated substrings of workload file stems (e.g. _b1_)\n"
+    "  --first NETS: networks whose tasks go first (default: the hold-out networks\n"
+    "                resnet_50,mobilenet_v2,resnext_50,bert_base,bert_tiny)\n";
+
+inline bool is_data_command(const std::string& c) {
+    return c == "target" || c == "measure" || c == "stats" || c == "remeasure" || c == "featurize" ||
+           c == "run-batch";
+}
+
+struct DataOptions {
+    std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch, out;
+    std::vector<std::string> files, targets, first = holdout_networks();
+    std::vector<int> compile_cores;
+    int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200, max_tasks = 0;
+    std::uint64_t seed = 1, input_seed = 1;
+    double limit_s = 0, run_timeout = 5, build_timeout = 15, rotate_s = 600;
+    std::size_t rotate_records = 1000;
+    bool with_latency = false, pipeline = false;
+    std::vector<std::string> positional;
+};
+
+inline DataOptions parse_data_options(const std::vector<std::string>& args, const std::string& workloads) {
+    DataOptions o;
+    o.workloads = workloads;
+    o.command = args.at(0);
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw Error("tempo lab " + o.command, args[i] + " needs a value");
+            return args[++i];
+        };
+        const std::string& a = args[i];
+        if (a == "--data") o.data = value();
+        else if (a == "--workloads") o.workloads = value();
+        else if (a == "--target") {
+            o.target = value();
+            o.targets.push_back(o.target);
+        } else if (a == "--isa") o.isa = value();
+        else if (a == "--threads") o.threads = std::stoi(value());
+        else if (a == "--core") o.core = std::stoi(value());
+        else if (a == "--id") o.id = value();
+        else if (a == "--tasks") o.tasks_filter = value();
+        else if (a == "--files") o.files = split(value(), ',');
+        else if (a == "--first") o.first = split(value(), ',');
+        else if (a == "--per-task") o.per_task = std::stoi(value());
+        else if (a == "--shard") {
+            const std::string& s = value();
+            const auto slash = s.find('/');
+            if (slash == std::string::npos) throw Error("--shard", "expected i/n, got '" + s + "'");
+            o.shard = std::stoi(s.substr(0, slash));
+            o.shards = std::stoi(s.substr(slash + 1));
+            if (o.shards < 1 || o.shard < 1 || o.shard > o.shards) throw Error("--shard", "expected 1 ≤ i ≤ n");
+        } else if (a == "--seed") o.seed = std::stoull(value());
+        else if (a == "--limit-s") o.limit_s = std::stod(value());
+        else if (a == "--max-tasks") o.max_tasks = std::stoi(value());
+        else if (a == "--batch") o.batch = std::max(1, std::stoi(value()));
+        else if (a == "--run-timeout") o.run_timeout = std::stod(value());
+        else if (a == "--build-timeout") o.build_timeout = std::stod(value());
+        else if (a == "--rotate-records") o.rotate_records = std::stoul(value());
+        else if (a == "--rotate-s") o.rotate_s = std::stod(value());
+        else if (a == "--scratch") o.scratch = value();
+        else if (a == "-n") o.n = std::stoi(value());
+        else if (a == "-o") o.out = value();
+        else if (a == "--with-latency") o.with_latency = true;
+        else if (a == "--pipeline") o.pipeline = true;
+        else if (a == "--compile-cores")
+            for (const auto& c : split(value(), ',')) o.compile_cores.push_back(std::stoi(c));
+        else if (!a.empty() && a[0] != '-') o.positional.push_back(a);
+        else throw Error("tempo lab " + o.command, "unknown option '" + a + "'");
+    }
+    if (o.scratch.empty())
+        o.scratch = (std::filesystem::temp_directory_path() / ("tempo-lab-" + std::to_string(getuid()))).string();
+    return o;
+}
+
+// ------------------------------------------------------------------------------------------
+// target
+
+inline int lab_target(const DataOptions& o) {
+    const IsaLevel isa = isa_level(o.isa);
+    const CpuProbe p = probe_cpu();
+    if (!isa_supported(p, isa))
+        throw Error("tempo lab target", "this CPU (" + p.model_name + ") cannot run -march=" + isa.march);
+    if (o.threads < 1 || o.threads > p.cpus) throw Error("--threads", "between 1 and " + std::to_string(p.cpus));
+    const std::vector<int> cores = target_cores(o.threads, o.core, p.cpus);
+    pin_to_cores(cores);
+    const std::string id = o.id.empty() ? target_id(p, isa, o.threads) : o.id;
+    std::cerr << "tempo lab target: " << id << " (" << p.model_name << ", family " << p.family << " model "
+              << p.model << ", -march=" << isa.march << ", " << o.threads << " thread(s) on core(s)";
+    for (int c : cores) std::cerr << " " << c;
+    std::cerr << ")\n";
+    double llc = p.cache_kb(3, "Unified");
+    if (llc <= 0) llc = p.cache_kb(2, "Unified");
+    const TargetMeasurement m = measure_target(isa, o.threads, o.scratch, llc);
+    const json::Value v = target_json(p, isa, o.threads, cores, m, id);
+    std::filesystem::create_directories(o.data + "/targets");
+    const std::string path = o.data + "/targets/" + id + ".json";
+    {
+        std::ofstream out(path);
+        out << json::dump(v) << "\n";
+        if (!out) throw Error(path, "cannot write");
+    }
+    std::fprintf(stderr, "  peak FP32 %.1f GFLOP/s, memory bandwidth %.2f GB/s -> %s\n", m.peak_flops / 1e9,
+                 m.bandwidth / 1e9, path.c_str());
+    std::cout << json::dump(v) << "\n";
+    return 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// measure
+
+struct Progress {
+    double start = now_s(), last_print = 0;
+    std::size_t done = 0, timed = 0, failed = 0, total = 0, tasks_done = 0, tasks_total = 0;
+    std::string task;
+    bool tty = isatty(2);
+
+    void print(bool force = false) {
+        const double t = now_s();
+        if (!force && t - last_print < (tty ? 0.5 : 60)) return;
+        last_print = t;
+        const double rate = done / std::max(1e-9, t - start);
+        const double eta = total > done ? (total - done) / std::max(1e-9, rate) : 0;
+        const int width = 24;
+        const double frac = total ? std::min(1.0, static_cast<double>(done) / total) : 1.0;
+        std::string bar(static_cast<std::size_t>(frac * width), '#');
+        bar.resize(width, '.');
+        char line[512];
+        std::snprintf(line, sizeof line, "[%s] %zu/%zu programs (%zu timed, %zu failed) %.2f/s ETA %s  task %zu/%zu %.60s",
+                      bar.c_str(), done, total, timed, failed, rate, format_duration(eta).c_str(), tasks_done,
+                      tasks_total, task.c_str());
+        if (tty) std::fprintf(stderr, "\r%s\033[K", line);
+        else std::fprintf(stderr, "%s %s\n", iso_time_utc().c_str(), line);
+        std::fflush(stderr);
+    }
+};
+
+template <typename T>
+class BoundedQueue {
+public:
+    explicit BoundedQueue(std::size_t cap) : cap_(cap) {}
+    bool push(T v) {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return q_.size() < cap_ || closed_; });
+        if (closed_) return false;
+        q_.push_back(std::move(v));
+        cv_.notify_all();
+        return true;
+    }
+    std::optional<T> pop() {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return !q_.empty() || closed_; });
+        if (q_.empty()) return std::nullopt;
+        T v = std::move(q_.front());
+        q_.pop_front();
+        cv_.notify_all();
+        return v;
+    }
+    void close() {
+        std::lock_guard<std::mutex> l(m_);
+        closed_ = true;
+        cv_.notify_all();
+    }
+
+private:
+    std::size_t cap_;
+    std::deque<T> q_;
+    bool closed_ = false;
+    std::mutex m_;
+    std::condition_variable cv_;
+};
+
+inline void on_stop_signal(int) { stop_requested().store(true); }
+
+inline std::string record_key(const std::string& task, const std::string& sid) { return task + "|" + sid; }
+
+inline std::string schedule_text(const json::Value& record) {
+    const json::Value* s = record.find("schedule");
+    return s ? json::dump(*s) : "";
+}
+
+// Measures; returns the number of records written (timed + failed).
+inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
+    namespace fs = std::filesystem;
+    if (o.target.empty()) throw Error("tempo lab measure", "--target is required");
+    const TargetInfo target = load_target(o.data, o.target);
+    const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    const std::vector<int> cores = target_cores(target.threads, o.core, cpus);
+    std::vector<int> spare;
+    for (int c = 0; c < cpus; ++c)
+        if (std::find(cores.begin(), cores.end(), c) == cores.end()) spare.push_back(c);
+    // Building the next batch while this one is timed doubles the rate, but on a machine whose
+    // cores are SMT siblings the build slows the timed core: off unless asked for.
+    const bool pipeline = o.pipeline && !spare.empty();
+    if (!spare.empty()) pin_to_cores(spare); // sampling, reference: off the measuring core(s)
+    // Pipelined: gcc on the spare cores only. Otherwise the build runs between timings and may
+    // use every core: one gcc per core.
+    int build_jobs = pipeline ? static_cast<int>(spare.size()) : cpus;
+    std::string gcc_prefix;
+    if (!pipeline) gcc_prefix = "taskset -c 0-" + std::to_string(cpus - 1) + " ";
+    if (!o.compile_cores.empty()) { // sampling, reference and gcc on these cores
+        pin_to_cores(o.compile_cores);
+        build_jobs = static_cast<int>(o.compile_cores.size());
+        gcc_prefix = "taskset -c ";
+        for (std::size_t i = 0; i < o.compile_cores.size(); ++i)
+            gcc_prefix += (i ? "," : "") + std::to_string(o.compile_cores[i]);
+        gcc_prefix += " ";
+    }
+    const std::string dir = o.data + "/" + target.id;
+    fs::create_directories(dir);
+    const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) + "of" +
+                                std::to_string(o.shards) + "-" + std::to_string(getpid());
+    fs::create_directories(scratch);
+    const std::string ref_cache = o.scratch + "/references";
+
+    const Workloads w = load_workloads(o.workloads);
+    std::vector<PlannedTask> plan = plan_tasks(w, o.files, o.tasks_filter, o.shard, o.shards, o.first);
+    if (o.max_tasks > 0 && static_cast<int>(plan.size()) > o.max_tasks) plan.resize(static_cast<std::size_t>(o.max_tasks));
+
+    std::set<std::string> done;
+    std::map<std::string, int> done_per_task;
+    auto note_done = [&](const json::Value& r) {
+        const std::string k = record_key(r.find("task")->as_string(), r.find("sid")->as_string());
+        if (done.insert(k).second) ++done_per_task[r.find("task")->as_string()];
+    };
+    const std::size_t existing = for_each_record(dir, note_done);
+    const std::size_t existing_failures = for_each_record(dir, note_done, true);
+
+    Progress progress;
+    progress.tasks_total = plan.size();
+    for (const auto& t : plan) progress.total += static_cast<std::size_t>(std::max(0, o.per_task - done_per_task[t.key]));
+    log << "tempo lab measure: target " << target.id << " (-march=" << target.march << ", " << target.threads
+        << " thread(s) on core(s)";
+    for (int c : cores) log << " " << c;
+    log << "), " << plan.size() << " tasks in shard " << o.shard << "/" << o.shards << ", " << o.per_task
+        << " programs per task; " << existing << " records and " << existing_failures
+        << " failures already in " << dir << "; up to " << progress.total << " programs to measure\n";
+
+    RecordWriter writer(dir, "s" + std::to_string(o.shard) + "of" + std::to_string(o.shards), o.rotate_records, o.rotate_s);
+    FailureLog failures(dir + "/failures.jsonl");
+    stop_requested().store(false);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
+    const double t_start = now_s();
+    auto time_up = [&] { return stop_requested().load() || (o.limit_s > 0 && now_s() - t_start > o.limit_s); };
+    const std::string flags = target.flags;
+
+    // Producer: sampling, reference outputs, C code and gcc, one batch ahead.
+    BoundedQueue<CompiledBatch> queue(pipeline ? 2 : 1);
+    std::atomic<int> batch_no{0};
+    std::mutex log_mutex;
+    auto produce = [&](const std::function<bool(CompiledBatch)>& sink) {
+        for (std::size_t ti = 0; ti < plan.size() && !time_up(); ++ti) {
+            const PlannedTask& pt = plan[ti];
+            if (done_per_task[pt.key] >= o.per_task) continue;
+            auto task = std::make_shared<TaskContext>();
+            task->wt = pt.wt;
+            task->key = pt.key;
+            std::vector<std::string> lowering_errors;
+            std::vector<DrawnProgram> drawn;
+            try {
+                task->dag = loopnest::build_dag(pt.wt->task);
+                task->flops = loopnest::flop_count(task->dag);
+                drawn = draw_programs(task->dag, pt.key, o.seed, o.per_task, &lowering_errors);
+            } catch (const Error& e) {
+                std::lock_guard<std::mutex> l(log_mutex);
+                log << "\ntempo lab measure: task " << pt.key << ": " << e.what() << " (skipped)\n";
+                continue;
+            }
+            for (const auto& e : lowering_errors) {
+                std::lock_guard<std::mutex> l(log_mutex);
+                log << "\ntempo lab measure: LOWERING ERROR in task " << pt.key << ": " << e << "\n";
+                failures.append(json::Value::Object{{"task", pt.key}, {"target", target.id},
+                                                    {"error", json::Value::Object{{"kind", "lower"}, {"message", e}}},
+                                                    {"measured_at", iso_time_utc()}});
+            }
+            std::vector<DrawnProgram> todo;
+            for (auto& d : drawn)
+                if (!done.count(record_key(pt.key, d.sid))) todo.push_back(std::move(d));
+            if (todo.empty()) continue;
+            task->input_seed = o.input_seed;
+            try {
+                reference_output(task->dag, pt.key, task->input_seed, ref_cache);
+            } catch (const Error& e) {
+                std::lock_guard<std::mutex> l(log_mutex);
+                log << "\ntempo lab measure: reference of " << pt.key << " failed: " << e.what() << " (skipped)\n";
+                continue;
+            }
+            task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(pt.key)) + "-" + std::to_string(task->input_seed) + ".bin";
+            for (std::size_t lo = 0; lo < todo.size() && !time_up(); lo += static_cast<std::size_t>(o.batch)) {
+                const std::size_t hi = std::min(todo.size(), lo + static_cast<std::size_t>(o.batch));
+                std::vector<DrawnProgram> part(std::make_move_iterator(todo.begin() + static_cast<long>(lo)),
+                                               std::make_move_iterator(todo.begin() + static_cast<long>(hi)));
+                const std::string stem = scratch + "/b" + std::to_string(batch_no++);
+                if (!sink(compile_batch(task, std::move(part), flags, o.build_timeout, stem, build_jobs, gcc_prefix))) return;
+            }
+        }
+    };
+
+    std::size_t written = 0;
+    std::string current_task;
+    auto consume = [&](CompiledBatch b) {
+        const TaskContext& t = *b.task;
+        if (t.key != current_task) {
+            if (!current_task.empty()) ++progress.tasks_done;
+            current_task = t.key;
+            progress.task = t.key;
+        }
+        auto fail = [&](const BatchProgram& p, const std::string& kind, const std::string& message,
+                        const ProgramResult* r) {
+            json::Value rec = base_record(t, p, target, o.seed);
+            json::Value::Object err{{"kind", kind}, {"message", message}};
+            if (r && r->call_s > 0) err.push_back({"call_s", r->call_s});
+            add_member(rec, "error", err);
+            if (r && kind == "check")
+                add_member(rec, "check", json::Value::Object{{"passed", false},
+                                                             {"max_abs_error", r->max_abs_error},
+                                                             {"tolerance", 1e-3}});
+            add_member(rec, "compiler", json::Value::Object{{"cc", target.cc}, {"flags", flags}});
+            add_member(rec, "measured_at", iso_time_utc());
+            failures.append(rec);
+            done.insert(record_key(t.key, p.drawn.sid));
+            ++progress.failed;
+            ++progress.done;
+            ++written;
+            if (kind == "check" || kind == "crash" || kind == "error") {
+                std::lock_guard<std::mutex> l(log_mutex);
+                log << "\ntempo lab measure: *** " << (kind == "check" ? "WRONG RESULT" : kind) << " *** task "
+                    << t.key << " sid " << p.drawn.sid << ": " << message << "\n  schedule: " << schedule_text(rec)
+                    << "\n  (logged to " << dir << "/failures.jsonl)\n";
+            }
+        };
+        std::vector<std::size_t> idx;
+        for (std::size_t i = 0; i < b.programs.size(); ++i) {
+            if (b.so_of[i].empty()) fail(b.programs[i], b.build_error[i] == "build timeout" ? "build_timeout" : "build", b.build_error[i], nullptr);
+            else idx.push_back(i);
+        }
+        if (!idx.empty() && !time_up()) {
+            RunnerSpec spec;
+            for (std::size_t i : idx) {
+                spec.symbols.push_back(b.programs[i].symbol);
+                spec.sos.push_back(b.so_of[i]);
+            }
+            spec.input_sizes = input_sizes(t.dag);
+            spec.output_size = t.dag.tensors[t.dag.output()].elements();
+            spec.seed = t.input_seed;
+            spec.expected = t.expected_path;
+            spec.flops = t.flops;
+            spec.budget_s = o.run_timeout;
+            spec.cores = cores;
+            run_batch(spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads, [&](std::size_t k, const ProgramResult& r) {
+                const BatchProgram& p = b.programs[idx[k]];
+                if (r.kind != ProgramResult::Kind::Timed) {
+                    fail(p, kind_name(r.kind), r.message, &r);
+                } else {
+                    json::Value rec = base_record(t, p, target, o.seed);
+                    const CostStats s = cost_stats(r.costs);
+                    json::Value::Array costs;
+                    for (double c : r.costs) costs.emplace_back(c);
+                    add_member(rec, "latency_s", json::Value::Object{{"mean", s.mean}, {"std", s.std}, {"min", s.min},
+                                                                     {"median", s.median},
+                                                                     {"repeats", static_cast<std::int64_t>(r.costs.size())},
+                                                                     {"tries", r.tries}, {"costs", costs}});
+                    add_member(rec, "check", json::Value::Object{{"passed", true}, {"max_abs_error", r.max_abs_error},
+                                                                 {"tolerance", 1e-3}});
+                    add_member(rec, "compiler", json::Value::Object{{"cc", target.cc}, {"flags", flags}});
+                    json::Value::Array core_list;
+                    for (int c : cores) core_list.emplace_back(c);
+                    add_member(rec, "run", json::Value::Object{{"threads", target.threads}, {"cores", core_list},
+                                                               {"first_call_s", r.call_s},
+                                                               {"others_busy", r.others_busy},
+                                                               {"nice", -20},
+                                                               {"pipelined_build", pipeline},
+                                                               {"build_s", b.build_s / static_cast<double>(b.programs.size())}});
+                    add_member(rec, "measured_at", iso_time_utc());
+                    writer.append(json::dump(rec));
+                    done.insert(record_key(t.key, p.drawn.sid));
+                    ++progress.timed;
+                    ++progress.done;
+                    ++written;
+                }
+                progress.print();
+            });
+        }
+        writer.sync();
+        for (const auto& f : b.files) fs::remove(f);
+    };
+
+    if (pipeline) {
+        std::thread producer([&] {
+            try {
+                produce([&](CompiledBatch b) { return queue.push(std::move(b)); });
+            } catch (const std::exception& e) {
+                std::lock_guard<std::mutex> l(log_mutex);
+                log << "\ntempo lab measure: producer failed: " << e.what() << "\n";
+                stop_requested().store(true);
+            }
+            queue.close();
+        });
+        while (auto b = queue.pop()) {
+            if (time_up()) continue; // drain
+            consume(std::move(*b));
+        }
+        queue.close();
+        producer.join();
+    } else {
+        produce([&](CompiledBatch b) {
+            consume(std::move(b));
+            return !time_up();
+        });
+    }
+    writer.close();
+    progress.print(true);
+    if (progress.tty) std::fputc('\n', stderr);
+    log << "tempo lab measure: " << progress.timed << " programs timed, " << progress.failed << " failed ("
+        << dir << "/failures.jsonl) in " << format_duration(now_s() - t_start)
+        << (stop_requested().load() ? " (stopped)" : "") << "\n";
+    fs::remove_all(scratch);
+    return static_cast<int>(written);
+}
+
+// ------------------------------------------------------------------------------------------
+// stats
+
+inline double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return NAN;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const std::size_t i = static_cast<std::size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+inline int lab_stats(const DataOptions& o, std::ostream& out) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> targets = o.targets;
+    if (targets.empty() && fs::is_directory(o.data))
+        for (const auto& e : fs::directory_iterator(o.data))
+            if (e.is_directory() && e.path().filename() != "targets") targets.push_back(e.path().filename().string());
+    std::sort(targets.begin(), targets.end());
+    std::size_t grand = 0;
+    for (const auto& t : targets) {
+        const std::string dir = o.data + "/" + t;
+        std::map<std::string, std::size_t> per_op, per_net_records;
+        std::map<std::string, std::set<std::string>> per_net_tasks;
+        std::map<std::string, std::vector<double>> per_task;
+        std::vector<double> means, cvs;
+        int min_repeats = 1 << 30;
+        std::size_t not_passed = 0;
+        const std::size_t n = for_each_record(dir, [&](const json::Value& r) {
+            const std::string& task = r.find("task")->as_string();
+            ++per_op[r.find("op")->as_string()];
+            std::set<std::string> nets;
+            for (const auto& m : r.find("networks")->as_object()) nets.insert(network_of_stem(m.key));
+            for (const auto& net : nets) {
+                ++per_net_records[net];
+                per_net_tasks[net].insert(task);
+            }
+            const json::Value* lat = r.find("latency_s");
+            const double mean = lat->find("mean")->as_double(), std_ = lat->find("std")->as_double();
+            means.push_back(mean);
+            cvs.push_back(mean > 0 ? std_ / mean : 0);
+            per_task[task].push_back(mean);
+            min_repeats = std::min(min_repeats, static_cast<int>(lat->find("repeats")->as_int64()));
+            const json::Value* check = r.find("check");
+            if (!check || !check->find("passed")->as_bool()) ++not_passed;
+        });
+        std::map<std::string, std::size_t> fail_kinds;
+        const std::size_t nf = for_each_record(dir, [&](const json::Value& r) {
+            const json::Value* e = r.find("error");
+            ++fail_kinds[e ? e->find("kind")->as_string() : "?"];
+        }, true);
+        if (n == 0 && nf == 0) continue;
+        grand += n;
+        out << "== target " << t << ": " << n << " records, " << per_task.size() << " tasks, "
+            << per_net_records.size() << " networks; " << nf << " failures";
+        for (const auto& [k, c] : fail_kinds) out << " " << k << "=" << c;
+        out << "\n";
+        if (n == 0) continue;
+        const double lo = *std::min_element(means.begin(), means.end()), hi = *std::max_element(means.begin(), means.end());
+        char buf[512];
+        std::snprintf(buf, sizeof buf,
+                      "latency (mean): %.3g s .. %.3g s (%.2f orders of magnitude); median %.3g s\n"
+                      "noise std/mean: p50 %.4f  p90 %.4f  p99 %.4f  max %.4f; <0.01: %.1f%%  <0.05: %.1f%%  >0.1: %.1f%%\n"
+                      "repeats: min %d; check passed: %zu/%zu\n",
+                      lo, hi, std::log10(hi / lo), quantile(means, 0.5), quantile(cvs, 0.5), quantile(cvs, 0.9),
+                      quantile(cvs, 0.99), quantile(cvs, 1.0),
+                      100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c < 0.01; }) / n,
+                      100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c < 0.05; }) / n,
+                      100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c > 0.1; }) / n,
+                      min_repeats, n - not_passed, n);
+        out << buf;
+        std::vector<double> ratios;
+        std::vector<double> sizes;
+        for (const auto& [k, v] : per_task) {
+            sizes.push_back(static_cast<double>(v.size()));
+            if (v.size() < 4) continue;
+            ratios.push_back(quantile(v, 0.5) / *std::min_element(v.begin(), v.end()));
+        }
+        std::snprintf(buf, sizeof buf,
+                      "per task: records min %.0f median %.0f max %.0f; median/best latency over %zu tasks with >= 4 "
+                      "records: mean %.2fx, median %.2fx\n",
+                      quantile(sizes, 0), quantile(sizes, 0.5), quantile(sizes, 1), ratios.size(),
+                      ratios.empty() ? NAN : std::accumulate(ratios.begin(), ratios.end(), 0.0) / ratios.size(),
+                      quantile(ratios, 0.5));
+        out << buf;
+        out << "per network (records / tasks):";
+        for (const auto& [k, c] : per_net_records) out << "  " << k << " " << c << "/" << per_net_tasks[k].size();
+        out << "\nper operator:";
+        for (const auto& [k, c] : per_op) out << "  " << k << " " << c;
+        out << "\n";
+    }
+    out << "total: " << grand << " records over " << targets.size() << " target directories\n";
+    return 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// remeasure
+
+inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
+    namespace fs = std::filesystem;
+    if (o.target.empty()) throw Error("tempo lab remeasure", "--target is required");
+    const TargetInfo target = load_target(o.data, o.target);
+    const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    const std::vector<int> cores = target_cores(target.threads, o.core, cpus);
+    std::vector<int> spare;
+    for (int c = 0; c < cpus; ++c)
+        if (std::find(cores.begin(), cores.end(), c) == cores.end()) spare.push_back(c);
+    if (!spare.empty()) pin_to_cores(spare);
+    const std::string dir = o.data + "/" + target.id;
+    std::vector<json::Value> records;
+    for_each_record(dir, [&](const json::Value& r) { records.push_back(r); });
+    if (records.empty()) throw Error(dir, "no records");
+    std::mt19937_64 rng(o.seed);
+    std::shuffle(records.begin(), records.end(), rng);
+    if (static_cast<int>(records.size()) > o.n) records.resize(static_cast<std::size_t>(o.n));
+    std::map<std::string, std::vector<const json::Value*>> by_task;
+    for (const auto& r : records) by_task[r.find("task")->as_string()].push_back(&r);
+    const std::string scratch = o.scratch + "/remeasure-" + std::to_string(getpid());
+    const std::string ref_cache = o.scratch + "/references";
+    fs::create_directories(scratch);
+    std::vector<double> rel, ratio;
+    std::size_t failed = 0, replay_mismatch = 0, seen = 0;
+    std::vector<WorkloadTask> keep_alive;
+    keep_alive.reserve(by_task.size());
+    for (const auto& [key, recs] : by_task) {
+        keep_alive.push_back(WorkloadTask{task_from_record(*recs.front(), key), {}});
+        auto task = std::make_shared<TaskContext>();
+        task->wt = &keep_alive.back();
+        task->key = key;
+        task->dag = loopnest::build_dag(keep_alive.back().task);
+        task->flops = loopnest::flop_count(task->dag);
+        reference_output(task->dag, key, task->input_seed, ref_cache);
+        task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(key)) + "-" + std::to_string(task->input_seed) + ".bin";
+        std::vector<DrawnProgram> drawn;
+        std::vector<double> old;
+        for (const json::Value* r : recs) {
+            DrawnProgram d;
+            d.schedule = loopnest::schedule_from_json(*r->find("schedule"), key);
+            loopnest::validate_schedule(task->dag, d.schedule, key);
+            d.program = loopnest::Lowerer(task->dag, d.schedule).run();
+            d.sid = program_id(d.program);
+            if (d.sid != r->find("sid")->as_string()) ++replay_mismatch;
+            drawn.push_back(std::move(d));
+            old.push_back(r->find("latency_s")->find("mean")->as_double());
+        }
+        CompiledBatch b = compile_batch(task, std::move(drawn), target.flags, o.build_timeout,
+                                        scratch + "/r" + std::to_string(seen), cpus,
+                                        "taskset -c 0-" + std::to_string(cpus - 1) + " ");
+        std::vector<std::size_t> idx;
+        for (std::size_t i = 0; i < b.programs.size(); ++i) {
+            if (b.so_of[i].empty()) ++failed;
+            else idx.push_back(i);
+        }
+        if (!idx.empty()) {
+            RunnerSpec spec;
+            for (std::size_t i : idx) {
+                spec.symbols.push_back(b.programs[i].symbol);
+                spec.sos.push_back(b.so_of[i]);
+            }
+            spec.input_sizes = input_sizes(task->dag);
+            spec.output_size = task->dag.tensors[task->dag.output()].elements();
+            spec.seed = task->input_seed;
+            spec.expected = task->expected_path;
+            spec.flops = task->flops;
+            spec.budget_s = o.run_timeout;
+            spec.cores = cores;
+            run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads, [&](std::size_t k, const ProgramResult& r) {
+                if (r.kind != ProgramResult::Kind::Timed) {
+                    ++failed;
+                    std::cerr << "remeasure: " << key << " " << b.programs[idx[k]].drawn.sid << ": "
+                              << kind_name(r.kind) << " " << r.message << "\n";
+                    return;
+                }
+                const double now = cost_stats(r.costs).mean, before = old[idx[k]];
+                rel.push_back(std::fabs(now - before) / before);
+                ratio.push_back(now / before);
+            });
+        }
+        seen += recs.size();
+        std::fprintf(stderr, "\rremeasure: %zu/%zu programs", seen, records.size());
+        for (const auto& f : b.files) fs::remove(f);
+    }
+    std::fputc('\n', stderr);
+    fs::remove_all(scratch);
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "remeasure %s: %zu programs re-timed (%zu failed, %zu replay mismatches)\n"
+                  "|dt|/t: median %.4f  mean %.4f  p90 %.4f  max %.4f; within 5%%: %.1f%%  within 10%%: %.1f%%\n"
+                  "new/old: median %.4f  p10 %.4f  p90 %.4f\n",
+                  target.id.c_str(), rel.size(), failed, replay_mismatch, quantile(rel, 0.5),
+                  rel.empty() ? NAN : std::accumulate(rel.begin(), rel.end(), 0.0) / rel.size(), quantile(rel, 0.9),
+                  quantile(rel, 1.0),
+                  100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.05; }) / std::max<std::size_t>(1, rel.size()),
+                  100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.10; }) / std::max<std::size_t>(1, rel.size()),
+                  quantile(ratio, 0.5), quantile(ratio, 0.1), quantile(ratio, 0.9));
+    out << buf;
+    return 0;
+}
+
+// ------------------------------------------------------------------------------------------
+// featurize
+
+inline int lab_featurize(const DataOptions& o) {
+    if (o.target.empty()) throw Error("tempo lab featurize", "--target is required");
+    const TargetInfo target = load_target(o.data, o.target);
+    const std::string dir = o.data + "/" + target.id;
+    std::ofstream file;
+    std::ostream* out = nullptr;
+    if (o.out == "-") out = &std::cout;
+    else if (!o.out.empty()) {
+        file.open(o.out);
+        if (!file) throw Error(o.out, "cannot write");
+        out = &file;
+    }
+    std::map<std::string, loopnest::ComputeDag> dags;
+    json::Value::Array device;
+    for (double d : target.device) device.emplace_back(d);
+    std::size_t n = 0, mismatches = 0;
+    const double t0 = now_s();
+    std::string line;
+    for_each_record(dir, [&](const json::Value& r) {
+        const std::string& key = r.find("task")->as_string();
+        auto it = dags.find(key);
+        if (it == dags.end()) it = dags.emplace(key, loopnest::build_dag(task_from_record(r, key))).first;
+        const loopnest::Schedule sch = loopnest::schedule_from_json(*r.find("schedule"), key);
+        loopnest::validate_schedule(it->second, sch, key);
+        const loopnest::LoweredProgram prog = loopnest::Lowerer(it->second, sch).run();
+        const std::string sid = program_id(prog);
+        if (sid != r.find("sid")->as_string() || c_hash(prog) != r.find("c_hash")->as_string()) {
+            if (++mismatches <= 5)
+                std::cerr << "featurize: replay mismatch for " << key << " " << r.find("sid")->as_string()
+                          << " (the lab's lowering or codegen changed since it was measured)\n";
+        }
+        CompactAst ast = loopnest::featurize(prog);
+        ast.flops = r.find("flops")->as_double();
+        ast.id = key + "#" + sid;
+        json::Value v = loopnest::compact_ast_to_json(ast);
+        add_member(v, "device", device);
+        if (o.with_latency) add_member(v, "latency_s", r.find("latency_s")->find("mean")->as_double());
+        if (out) *out << json::dump(v) << "\n";
+        ++n;
+        if (n % 1000 == 0) std::fprintf(stderr, "\rfeaturize: %zu records", n);
+    });
+    const double s = now_s() - t0;
+    std::fprintf(stderr, "\rfeaturize %s: %zu compact ASTs in %.1f s (%.0f/s), %zu replay mismatches\n",
+                 target.id.c_str(), n, s, n / std::max(1e-9, s), mismatches);
+    return mismatches ? 1 : 0;
+}
+
+inline int data_main(const std::vector<std::string>& args, const std::string& workloads) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        std::cout << kDataUsage;
+        return args.empty() ? 2 : 0;
+    }
+    try {
+        if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
+            std::cout << kDataUsage;
+            return 0;
+        }
+        if (args[0] == "run-batch") {
+            if (args.size() != 2) throw Error("tempo lab run-batch", "expects one spec file");
+            return run_batch_main(args[1]);
+        }
+        const DataOptions o = parse_data_options(args, workloads);
+        if (o.command == "target") return lab_target(o);
+        if (o.command == "measure") {
+            lab_measure(o);
+            return stop_requested().load() ? 130 : 0;
+        }
+        if (o.command == "stats") return lab_stats(o, std::cout);
+        if (o.command == "remeasure") return lab_remeasure(o, std::cout);
+        if (o.command == "featurize") return lab_featurize(o);
+        std::cerr << kDataUsage;
+        return 2;
+    } catch (const Error& e) {
+        std::cerr << "tempo lab " << args[0] << ": " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "tempo lab " << args[0] << ": " << e.what() << "\n";
+        return 1;
+    }
+}
+
+} // namespace tempo::lab
