@@ -109,8 +109,16 @@ inline void softmax(float* x, std::size_t rows, std::size_t cols, std::size_t ld
             e.store_unaligned(xr + c);
             vsum += e;
         }
-        float sum = xsimd::hadd(vsum);
-        for (std::size_t c = whole; c < cols; ++c) sum += (xr[c] = std::exp(xr[c] - mx));
+        if (whole < cols) { // the tail as one vector padded with -inf, whose exp is 0
+            const std::size_t n = cols - whole;
+            alignas(64) float buf[kLanes];
+            for (std::size_t i = 0; i < kLanes; ++i) buf[i] = i < n ? xr[whole + i] : kNegInf;
+            Batch v = Batch::load_aligned(buf);
+            Batch e = xsimd::select(v == Batch(kNegInf), Batch(0.0f), xsimd::exp(v - shift));
+            vsum += e;
+            store_partial(e, xr + whole, n);
+        }
+        const float sum = xsimd::hadd(vsum);
         const float inv = 1.0f / sum;
         detail::transform(xr, cols, [inv](Batch v, std::size_t) { return v * inv; });
     }

@@ -98,20 +98,26 @@ inline void gemm_tile(const float* x, std::size_t ldx, const float* wp, std::siz
     }
 }
 
-// Writes n ≤ kLanes columns of one accumulator vector: adds the partial sum already in y
-// unless this is the first K slice, and applies the epilogue on the last one.
-inline void store_lanes(Batch v, float* y, std::size_t n, bool first, const Epilogue* ep,
-                        std::size_t row, std::size_t col) {
-    if (n == 0) return;
-    const bool full = n == kLanes;
-    auto load = [&](const float* p) { return full ? Batch::load_unaligned(p) : load_partial(p, n); };
+// Writes one accumulator vector to y: adds the partial sum already there unless this is the
+// first K slice, and applies the epilogue on the last one. Full vectors take the branch-free
+// path; the last panel's n < kLanes columns go through a padded copy.
+template <bool Full>
+[[gnu::always_inline]] inline void store_lanes(Batch v, float* y, std::size_t n, bool first,
+                                               const Epilogue* ep, std::size_t row,
+                                               std::size_t col) {
+    auto load = [n](const float* p) {
+        if constexpr (Full)
+            return Batch::load_unaligned(p);
+        else
+            return load_partial(p, n);
+    };
     if (!first) v += load(y);
     if (ep) {
         if (ep->bias) v += load(ep->bias + col);
         v = activate(ep->activation, v);
         if (ep->residual) v += load(ep->residual + row * ep->ld_residual + col);
     }
-    if (full)
+    if constexpr (Full)
         v.store_unaligned(y);
     else
         store_partial(v, y, n);
@@ -123,12 +129,23 @@ inline void gemm_block(const float* x, std::size_t ldx, const float* wp, std::si
                        const Epilogue* ep, float* y, std::size_t ldy) {
     Batch acc[MR][2];
     gemm_tile<MR>(x, ldx, wp, kc, acc);
-    const std::size_t n0 = std::min(cols, kLanes), n1 = cols - n0;
+    if (cols == kNR) {
 #pragma GCC unroll 16
+        for (std::size_t i = 0; i < MR; ++i) {
+            float* yr = y + (row0 + i) * ldy + col0;
+            store_lanes<true>(acc[i][0], yr, kLanes, first, ep, row0 + i, col0);
+            store_lanes<true>(acc[i][1], yr + kLanes, kLanes, first, ep, row0 + i, col0 + kLanes);
+        }
+        return;
+    }
+    const std::size_t n0 = std::min(cols, kLanes), n1 = cols - n0;
     for (std::size_t i = 0; i < MR; ++i) {
         float* yr = y + (row0 + i) * ldy + col0;
-        store_lanes(acc[i][0], yr, n0, first, ep, row0 + i, col0);
-        store_lanes(acc[i][1], yr + kLanes, n1, first, ep, row0 + i, col0 + kLanes);
+        if (n0 == kLanes)
+            store_lanes<true>(acc[i][0], yr, kLanes, first, ep, row0 + i, col0);
+        else
+            store_lanes<false>(acc[i][0], yr, n0, first, ep, row0 + i, col0);
+        if (n1) store_lanes<false>(acc[i][1], yr + kLanes, n1, first, ep, row0 + i, col0 + kLanes);
     }
 }
 
