@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
         }
     }
     const int repeats = quick ? 3 : 9;
+    const std::string load_before = tempo::bench::load_average();
     const double peak = tempo::bench::measured_peak_flops() * 1e-9;
     std::ostringstream md;
     md << "# GEMM kernels: Y = relu(X·Wᵀ + b), single thread\n\n"
@@ -93,6 +95,9 @@ int main(int argc, char** argv) {
             std::cerr << "M=" << m << " N=" << n << " K=" << k << ": xsimd " << g_simd
                       << ", eigen " << g_eigen << ", scalar " << g_scalar << " GFLOP/s\n";
         }
+    md << "\nLoad average (1/5/15 min) before the run: " << load_before << "; after: "
+       << tempo::bench::load_average() << " (" << std::thread::hardware_concurrency()
+       << " CPUs). Anything well above 0 means other work shared the machine.\n";
     md << "\nReproduce: `cmake -S . -B build-bench -DTEMPO_BUILD_BENCH=ON && cmake --build "
           "build-bench --target bench_kernels && build-bench/bench/bench_kernels` (run on an "
           "otherwise idle machine).\n";

@@ -50,6 +50,14 @@ inline std::string cpu_model() {
     return "unknown CPU";
 }
 
+// The 1/5/15-minute load averages: a bench states how busy the machine was around it.
+inline std::string load_average() {
+    std::ifstream in("/proc/loadavg");
+    std::string one, five, fifteen;
+    in >> one >> five >> fifteen;
+    return one + " " + five + " " + fifteen;
+}
+
 // Single-core peak FP32 FLOP/s: enough independent FMA chains to cover latency × pipes, few
 // enough that they and the two operands stay in registers.
 inline double measured_peak_flops() {
