@@ -471,13 +471,13 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         for (const auto& e : fs::directory_iterator(o.data))
             if (e.is_directory() && e.path().filename() != "targets") targets.push_back(e.path().filename().string());
     std::sort(targets.begin(), targets.end());
-    std::size_t grand = 0;
+    std::size_t grand = 0, shown = 0;
     for (const auto& t : targets) {
         const std::string dir = o.data + "/" + t;
         std::map<std::string, std::size_t> per_op, per_net_records;
         std::map<std::string, std::set<std::string>> per_net_tasks;
         std::map<std::string, std::vector<double>> per_task;
-        std::vector<double> means, cvs;
+        std::vector<double> means, cvs, busy;
         int min_repeats = 1 << 30;
         std::size_t not_passed = 0;
         const std::size_t n = for_each_record(dir, [&](const json::Value& r) {
@@ -495,6 +495,8 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
             cvs.push_back(mean > 0 ? std_ / mean : 0);
             per_task[task].push_back(mean);
             min_repeats = std::min(min_repeats, static_cast<int>(lat->find("repeats")->as_int64()));
+            if (const json::Value* run = r.find("run"))
+                if (const json::Value* b = run->find("others_busy")) busy.push_back(b->as_double());
             const json::Value* check = r.find("check");
             if (!check || !check->find("passed")->as_bool()) ++not_passed;
         });
@@ -505,6 +507,7 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         }, true);
         if (n == 0 && nf == 0) continue;
         grand += n;
+        ++shown;
         out << "== target " << t << ": " << n << " records, " << per_task.size() << " tasks, "
             << per_net_records.size() << " networks; " << nf << " failures";
         for (const auto& [k, c] : fail_kinds) out << " " << k << "=" << c;
@@ -537,13 +540,18 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
                       ratios.empty() ? NAN : std::accumulate(ratios.begin(), ratios.end(), 0.0) / ratios.size(),
                       quantile(ratios, 0.5));
         out << buf;
+        if (!busy.empty()) {
+            std::snprintf(buf, sizeof buf, "other CPUs busy while timing: p10 %.2f  p50 %.2f  p90 %.2f\n",
+                          quantile(busy, 0.1), quantile(busy, 0.5), quantile(busy, 0.9));
+            out << buf;
+        }
         out << "per network (records / tasks):";
         for (const auto& [k, c] : per_net_records) out << "  " << k << " " << c << "/" << per_net_tasks[k].size();
         out << "\nper operator:";
         for (const auto& [k, c] : per_op) out << "  " << k << " " << c;
         out << "\n";
     }
-    out << "total: " << grand << " records over " << targets.size() << " target directories\n";
+    out << "total: " << grand << " records over " << shown << " targets\n";
     return 0;
 }
 
