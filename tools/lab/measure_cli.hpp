@@ -25,7 +25,8 @@ inline constexpr const char* kDataUsage =
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
     "  stats [--target ID]...                     records per target, network, operator;\n"
     "                                             latency range, noise, failures\n"
-    "  remeasure --target ID [-n N] [--seed S]     re-time N random records, report agreement\n"
+    "  remeasure --target ID [-n N] [--seed S] [-o FILE]\n"
+    "                                             re-time N random records, report agreement\n"
     "  featurize --target ID [-o FILE] [--with-latency]\n"
     "      rebuild every record's compact AST (+ device features) as JSON Lines, timed\n"
     "\n"
@@ -580,8 +581,10 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::string scratch = o.scratch + "/remeasure-" + std::to_string(getpid());
     const std::string ref_cache = o.scratch + "/references";
     fs::create_directories(scratch);
-    std::vector<double> rel, ratio;
+    std::vector<double> rel, ratio, rel_median, rel_min;
     std::size_t failed = 0, replay_mismatch = 0, seen = 0;
+    std::ofstream detail;
+    if (!o.out.empty()) detail.open(o.out);
     std::vector<WorkloadTask> keep_alive;
     keep_alive.reserve(by_task.size());
     for (const auto& [key, recs] : by_task) {
@@ -594,7 +597,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
         reference_output(task->dag, key, task->input_seed, ref_cache);
         task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(key)) + "-" + std::to_string(task->input_seed) + ".bin";
         std::vector<DrawnProgram> drawn;
-        std::vector<double> old;
+        std::vector<double> old, old_median, old_min;
         for (const json::Value* r : recs) {
             DrawnProgram d;
             d.schedule = loopnest::schedule_from_json(*r->find("schedule"), key);
@@ -604,6 +607,8 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             if (d.sid != r->find("sid")->as_string()) ++replay_mismatch;
             drawn.push_back(std::move(d));
             old.push_back(r->find("latency_s")->find("mean")->as_double());
+            old_median.push_back(r->find("latency_s")->find("median")->as_double());
+            old_min.push_back(r->find("latency_s")->find("min")->as_double());
         }
         CompiledBatch b = compile_batch(task, std::move(drawn), target.flags, o.build_timeout,
                                         scratch + "/r" + std::to_string(seen), cpus,
@@ -633,9 +638,19 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                               << kind_name(r.kind) << " " << r.message << "\n";
                     return;
                 }
-                const double now = cost_stats(r.costs).mean, before = old[idx[k]];
+                const CostStats st = cost_stats(r.costs);
+                const double now = st.mean, before = old[idx[k]];
                 rel.push_back(std::fabs(now - before) / before);
                 ratio.push_back(now / before);
+                rel_median.push_back(std::fabs(st.median - old_median[idx[k]]) / old_median[idx[k]]);
+                rel_min.push_back(std::fabs(st.min - old_min[idx[k]]) / old_min[idx[k]]);
+                if (detail)
+                    detail << json::dump(json::Value::Object{
+                                  {"task", key}, {"sid", b.programs[idx[k]].drawn.sid},
+                                  {"old", json::Value::Object{{"mean", before}, {"median", old_median[idx[k]]}, {"min", old_min[idx[k]]}}},
+                                  {"new", json::Value::Object{{"mean", st.mean}, {"median", st.median}, {"min", st.min}, {"std", st.std}}},
+                                  {"others_busy", r.others_busy}})
+                           << "\n";
             });
         }
         seen += recs.size();
@@ -648,13 +663,15 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     std::snprintf(buf, sizeof buf,
                   "remeasure %s: %zu programs re-timed (%zu failed, %zu replay mismatches)\n"
                   "|dt|/t: median %.4f  mean %.4f  p90 %.4f  max %.4f; within 5%%: %.1f%%  within 10%%: %.1f%%\n"
-                  "new/old: median %.4f  p10 %.4f  p90 %.4f\n",
+                  "new/old: median %.4f  p10 %.4f  p90 %.4f\n"
+                  "same with the median of the costs: |dt|/t median %.4f p90 %.4f; with the min: median %.4f p90 %.4f\n",
                   target.id.c_str(), rel.size(), failed, replay_mismatch, quantile(rel, 0.5),
                   rel.empty() ? NAN : std::accumulate(rel.begin(), rel.end(), 0.0) / rel.size(), quantile(rel, 0.9),
                   quantile(rel, 1.0),
                   100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.05; }) / std::max<std::size_t>(1, rel.size()),
                   100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.10; }) / std::max<std::size_t>(1, rel.size()),
-                  quantile(ratio, 0.5), quantile(ratio, 0.1), quantile(ratio, 0.9));
+                  quantile(ratio, 0.5), quantile(ratio, 0.1), quantile(ratio, 0.9), quantile(rel_median, 0.5),
+                  quantile(rel_median, 0.9), quantile(rel_min, 0.5), quantile(rel_min, 0.9));
     out << buf;
     return 0;
 }
