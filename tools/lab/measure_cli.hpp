@@ -211,6 +211,14 @@ inline std::string schedule_text(const json::Value& record) {
     return s ? json::dump(*s) : "";
 }
 
+// The CPUs a target does not run on: where the parent process, builds and checks go.
+inline std::vector<int> spare_cores(const std::vector<int>& cores, int cpus) {
+    std::vector<int> spare;
+    for (int c = 0; c < cpus; ++c)
+        if (std::find(cores.begin(), cores.end(), c) == cores.end()) spare.push_back(c);
+    return spare;
+}
+
 // Measures; returns the number of records written (timed + failed).
 inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     namespace fs = std::filesystem;
@@ -218,9 +226,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     const TargetInfo target = load_target(o.data, o.target);
     const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     const std::vector<int> cores = target_cores(target.threads, o.core, cpus);
-    std::vector<int> spare;
-    for (int c = 0; c < cpus; ++c)
-        if (std::find(cores.begin(), cores.end(), c) == cores.end()) spare.push_back(c);
+    const std::vector<int> spare = spare_cores(cores, cpus);
     // Building the next batch while this one is timed doubles the rate, but on a machine whose
     // cores are SMT siblings the build slows the timed core: off unless asked for.
     const bool pipeline = o.pipeline && !spare.empty();
@@ -565,9 +571,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const TargetInfo target = load_target(o.data, o.target);
     const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     const std::vector<int> cores = target_cores(target.threads, o.core, cpus);
-    std::vector<int> spare;
-    for (int c = 0; c < cpus; ++c)
-        if (std::find(cores.begin(), cores.end(), c) == cores.end()) spare.push_back(c);
+    const std::vector<int> spare = spare_cores(cores, cpus);
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
     std::vector<json::Value> records;
