@@ -2,9 +2,13 @@
 // name, and its measured single-core FP32 FMA peak.
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 #include <xsimd/xsimd.hpp>
@@ -50,13 +54,51 @@ inline std::string cpu_model() {
     return "unknown CPU";
 }
 
-// The 1/5/15-minute load averages: a bench states how busy the machine was around it.
-inline std::string load_average() {
-    std::ifstream in("/proc/loadavg");
-    std::string one, five, fifteen;
-    in >> one >> five >> fifteen;
-    return one + " " + five + " " + fifteen;
-}
+// How busy the other CPUs were while a bench ran. The bench pins itself to the CPU it starts
+// on; on SMT machines (and VMs whose vCPUs are siblings) work on another CPU slows it down,
+// so a bench is only a measurement when this stays near 0.
+class OthersBusy {
+public:
+    OthersBusy() {
+        cpu_ = sched_getcpu();
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu_, &set);
+        sched_setaffinity(0, sizeof set, &set);
+        start_ = jiffies();
+    }
+    int cpu() const { return cpu_; }
+    // Busy fraction of the other CPUs since construction (0 when there are none).
+    double fraction() const {
+        const auto now = jiffies();
+        double busy = 0, total = 0;
+        for (std::size_t c = 0; c < std::min(now.size(), start_.size()); ++c) {
+            if (static_cast<int>(c) == cpu_) continue;
+            busy += now[c].first - start_[c].first;
+            total += now[c].second - start_[c].second;
+        }
+        return total > 0 ? busy / total : 0.0;
+    }
+
+private:
+    // Per CPU: (busy, total) ticks from /proc/stat.
+    static std::vector<std::pair<double, double>> jiffies() {
+        std::vector<std::pair<double, double>> out;
+        std::ifstream in("/proc/stat");
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+            std::istringstream f(line.substr(line.find(' ')));
+            double v[8] = {0};
+            for (double& x : v) f >> x;
+            double total = 0;
+            for (double x : v) total += x;
+            out.emplace_back(total - v[3] - v[4], total); // idle and iowait are not busy
+        }
+        return out;
+    }
+    int cpu_ = 0;
+    std::vector<std::pair<double, double>> start_;
+};
 
 // Single-core peak FP32 FLOP/s: enough independent FMA chains to cover latency × pipes, few
 // enough that they and the two operands stay in registers.

@@ -104,9 +104,12 @@ TEST_CASE("eigen gemm matches the reference for every M, N in 1..33 and K in the
     gemm_sweep<eigen::PackedWeights>([](auto&&... a) { eigen::gemm(a...); });
 }
 
-TEST_CASE("simd gemm handles large shapes that cross the K and row blocking") {
+TEST_CASE("simd gemm handles large shapes that cross the panel and K blocking") {
     std::mt19937 rng(7);
+    // AVX2: 13×700×600 has 3 K slices of 200 and 44 panels in blocks of 15 (the last partial);
+    // 40×2100×164: 132 panels in blocks of 18, the last panel 4 columns wide.
     for (auto [m, n, k] : {std::tuple{517, 70, 600}, std::tuple{1100, 33, 520},
+                           std::tuple{13, 700, 600}, std::tuple{40, 2100, 164},
                            std::tuple{5, 2048, 164}, std::tuple{2, 164, 2048}}) {
         INFO("M=" << m << " N=" << n << " K=" << k);
         CHECK(max_gemm_error<simd::PackedWeights>(m, n, k, 4, rng, [](auto&&... a) {

@@ -88,6 +88,27 @@ TEST_CASE("Tenset repeats by FLOPs and the retry rule") {
     CHECK(capped.tries == 1);
     CHECK(capped.costs.size() >= static_cast<std::size_t>(kMinRepeats));
 
+    // A guard that saw the first two tries disturbed: they are redone as they were (not
+    // counted, costs of the third kept); a guard that always sees disturbance stops after
+    // kMaxRedone redos.
+    struct CountingGuard {
+        int waits = 0, disturbances;
+        void wait() { ++waits; }
+        bool disturbed() { return disturbances-- > 0; }
+    };
+    CountingGuard twice{0, 2};
+    int calls = 0;
+    auto guarded = time_program([&] { t += 1e-3 * (1 + calls++ / 8); }, [] {}, clock, 1e8, 5.0, twice);
+    CHECK(guarded.tries == 1);
+    CHECK(guarded.redone == 2);
+    CHECK(twice.waits == 3);
+    CHECK(guarded.costs.size() == 8);
+    CHECK(guarded.costs.front() == doctest::Approx(3e-3)); // the third try's calls
+    CountingGuard always{0, 1000};
+    auto stubborn = time_program([&] { t += 1e-3; }, [] {}, clock, 1e8, 5.0, always);
+    CHECK(stubborn.redone == kMaxRedone);
+    CHECK(stubborn.tries == 1);
+
     const CostStats s = cost_stats({1, 2, 3, 4});
     CHECK(s.mean == doctest::Approx(2.5));
     CHECK(s.std == doctest::Approx(std::sqrt(1.25))); // population std

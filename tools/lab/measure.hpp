@@ -159,27 +159,44 @@ struct TimingResult {
     std::vector<double> costs; // seconds, the last try's repeats
     int tries = 0;
     int planned_repeats = 0;
+    int redone = 0; // tries repeated because the guard saw them disturbed (not counted in tries)
+};
+
+// A guard that never waits and never sees a disturbance (tests, targets using every CPU).
+struct NoGuard {
+    void wait() {}
+    bool disturbed() { return false; }
 };
 
 inline constexpr int kMinRepeats = 3;
 inline constexpr int kMaxTries = 4;
 inline constexpr double kRetryCv = 0.1;
+inline constexpr int kMaxRedone = 8;
 
 // The warm-up call has been made by the caller (the correctness check). Each repeat: flush,
 // then time one call. A try whose std/mean exceeds 0.1 is redone with 1.5× repeats, up to 4
 // tries, unless the next try would not fit in `budget_s`; the last try's costs are kept.
-template <typename Call, typename Flush, typename Clock>
-TimingResult time_program(Call&& call, Flush&& flush, Clock&& clock, double flops, double budget_s) {
+// `guard.wait()` runs before each try; a try after which `guard.disturbed()` is true is
+// repeated as it was (up to kMaxRedone times) and does not count as one of the 4.
+template <typename Call, typename Flush, typename Clock, typename Guard = NoGuard>
+TimingResult time_program(Call&& call, Flush&& flush, Clock&& clock, double flops, double budget_s,
+                          Guard&& guard = Guard{}) {
     TimingResult r;
     int repeats = std::max(kMinRepeats, tenset_repeats(flops));
     r.planned_repeats = repeats;
     for (r.tries = 1;; ++r.tries) {
+        guard.wait();
         r.costs.clear();
         for (int i = 0; i < repeats; ++i) {
             flush();
             const double t0 = clock();
             call();
             r.costs.push_back(clock() - t0);
+        }
+        if (guard.disturbed() && r.redone < kMaxRedone) {
+            ++r.redone;
+            --r.tries; // the loop's increment restores it
+            continue;
         }
         const CostStats s = cost_stats(r.costs);
         if (s.cv() <= kRetryCv || r.tries >= kMaxTries) break;
@@ -640,6 +657,8 @@ struct RunnerSpec {
     double budget_s = 5;
     std::vector<int> cores;
     std::size_t start = 0;
+    double quiet_max_busy = -1; // < 0: no quiet guard
+    double quiet_wait_s = 0;
 };
 
 inline json::Value runner_spec_json(const RunnerSpec& s) {
@@ -651,7 +670,8 @@ inline json::Value runner_spec_json(const RunnerSpec& s) {
     return json::Value::Object{{"sos", sos},           {"symbols", sym},   {"input_sizes", sizes},
                                {"output_size", s.output_size}, {"seed", s.seed}, {"expected", s.expected},
                                {"tolerance", s.tolerance},     {"flops", s.flops}, {"budget_s", s.budget_s},
-                               {"cores", cores},               {"start", static_cast<std::int64_t>(s.start)}};
+                               {"cores", cores},               {"start", static_cast<std::int64_t>(s.start)},
+                               {"quiet_max_busy", s.quiet_max_busy}, {"quiet_wait_s", s.quiet_wait_s}};
 }
 
 inline RunnerSpec runner_spec_from_json(const json::Value& v) {
@@ -667,6 +687,8 @@ inline RunnerSpec runner_spec_from_json(const json::Value& v) {
     s.budget_s = v.find("budget_s")->as_double();
     for (const auto& x : v.find("cores")->as_array()) s.cores.push_back(static_cast<int>(x.as_int64()));
     s.start = static_cast<std::size_t>(v.find("start")->as_int64());
+    s.quiet_max_busy = v.find("quiet_max_busy")->as_double();
+    s.quiet_wait_s = v.find("quiet_wait_s")->as_double();
     return s;
 }
 
@@ -704,6 +726,48 @@ inline double others_busy(const std::vector<std::pair<double, double>>& a,
     }
     return total > 0 ? busy / total : -1;
 }
+
+// Keeps other work off the measuring core's SMT siblings (on this kind of VM the other vCPU
+// shares the physical core: its load slows the measured program by up to ~2×). Before a try
+// it waits, up to `max_wait_s`, for a 100 ms window in which the CPUs outside `cores` were at
+// most `max_busy` busy; after the try it reports whether they were busier than that during
+// it. /proc/stat counts in 10 ms ticks, so a short try reads as 0 or 1 (busy): strict.
+class QuietGuard {
+public:
+    QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s, std::function<void()> still_waiting)
+        : cores_(std::move(cores)), max_busy_(max_busy), max_wait_s_(max_wait_s),
+          still_waiting_(std::move(still_waiting)) {}
+
+    void wait() {
+        const double t0 = now_s();
+        double noted = t0;
+        for (;;) {
+            const auto a = cpu_jiffies();
+            ::usleep(100000);
+            const double busy = others_busy(a, cpu_jiffies(), cores_);
+            if (busy <= max_busy_ || now_s() - t0 > max_wait_s_) break; // also busy < 0: no others
+            if (now_s() - noted > 5) {
+                still_waiting_();
+                noted = now_s();
+            }
+        }
+        waited_s_ += now_s() - t0;
+        start_ = cpu_jiffies();
+    }
+    bool disturbed() {
+        last_busy_ = others_busy(start_, cpu_jiffies(), cores_);
+        return last_busy_ > max_busy_;
+    }
+    double last_busy() const { return last_busy_; }
+    double waited_s() const { return waited_s_; }
+
+private:
+    std::vector<int> cores_;
+    double max_busy_, max_wait_s_;
+    std::function<void()> still_waiting_;
+    std::vector<std::pair<double, double>> start_;
+    double last_busy_ = -1, waited_s_ = 0;
+};
 
 // Runs in the child: check, then time, each program from spec.start on; one JSON line per event.
 inline int run_batch_main(const std::string& spec_path) {
@@ -774,13 +838,26 @@ inline int run_batch_main(const std::string& spec_path) {
             emit_event(json::Value::Object{{"i", idx}, {"event", "timeout"}, {"call_s", call_s}});
             continue;
         }
-        const auto j0 = cpu_jiffies();
-        const TimingResult r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s);
-        const double busy = others_busy(j0, cpu_jiffies(), spec.cores);
+        json::Value::Object timed{{"i", idx}, {"event", "timed"}};
+        TimingResult r;
+        if (spec.quiet_max_busy >= 0) {
+            QuietGuard guard(spec.cores, spec.quiet_max_busy, spec.quiet_wait_s,
+                             [&] { emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}}); });
+            r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s, guard);
+            timed.push_back({"others_busy", guard.last_busy()});
+            timed.push_back({"waited_s", guard.waited_s()});
+        } else {
+            const auto j0 = cpu_jiffies();
+            r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s);
+            timed.push_back({"others_busy", others_busy(j0, cpu_jiffies(), spec.cores)});
+            timed.push_back({"waited_s", 0.0});
+        }
         json::Value::Array costs;
         for (double c : r.costs) costs.emplace_back(c);
-        emit_event(json::Value::Object{{"i", idx}, {"event", "timed"}, {"costs", costs}, {"tries", r.tries},
-                                       {"others_busy", busy}});
+        timed.push_back({"costs", costs});
+        timed.push_back({"tries", r.tries});
+        timed.push_back({"redone", r.redone});
+        emit_event(timed);
     }
     return 0;
 }
@@ -789,9 +866,9 @@ inline int run_batch_main(const std::string& spec_path) {
 struct ProgramResult {
     enum class Kind { None, Timed, CheckFailed, Timeout, Crash, Build, Error } kind = Kind::None;
     std::vector<double> costs;
-    int tries = 0;
+    int tries = 0, redone = 0;
     bool passed = false;
-    double max_abs_error = 0, call_s = 0, others_busy = -1;
+    double max_abs_error = 0, call_s = 0, others_busy = -1, waited_s = 0;
     std::string message;
 };
 
@@ -899,8 +976,11 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                             current.reset();
                             spec.start = i + 1;
                         }
-                        // Worst case of the timing: 4 tries within the budget each, plus flushes.
-                        deadline = now_s() + 6 * spec.budget_s + 30;
+                        // Worst case of the timing: 4 tries within the budget each, plus flushes
+                        // (and as many redone tries when the quiet guard is on).
+                        deadline = now_s() + (spec.quiet_max_busy >= 0 ? 14 : 6) * spec.budget_s + 30;
+                    } else if (e == "waiting") { // the quiet guard waits: not a hang
+                        deadline = std::max(deadline, now_s() + 14 * spec.budget_s + 30);
                     } else if (e == "timeout") {
                         cur.kind = ProgramResult::Kind::Timeout;
                         cur.call_s = ev.find("call_s")->as_double();
@@ -913,6 +993,8 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         for (const auto& c : ev.find("costs")->as_array()) cur.costs.push_back(c.as_double());
                         cur.tries = static_cast<int>(ev.find("tries")->as_int64());
                         cur.others_busy = ev.find("others_busy")->as_double();
+                        cur.redone = static_cast<int>(ev.find("redone")->as_int64());
+                        cur.waited_s = ev.find("waited_s")->as_double();
                         done(i, cur);
                         current.reset();
                         spec.start = i + 1;

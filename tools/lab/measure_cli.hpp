@@ -19,21 +19,25 @@ inline constexpr const char* kDataUsage =
     "  measure --target ID [--tasks FILTER] [--files LIST] [--per-task N] [--shard i/n]\n"
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
-    "          [--pipeline] [--compile-cores LIST]\n"
+    "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
     "  stats [--target ID]...                     records per target, network, operator;\n"
     "                                             latency range, noise, failures\n"
-    "  remeasure --target ID [-n N] [--seed S] [-o FILE]\n"
-    "                                             re-time N random records, report agreement\n"
+    "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B]\n"
+    "      re-time N random records (only those whose others_busy ≤ B, if given), report\n"
+    "      agreement\n"
     "  featurize --target ID [-o FILE] [--with-latency]\n"
     "      rebuild every record's compact AST (+ device features) as JSON Lines, timed\n"
     "\n"
     "common: --data DIR (default: data), --workloads DIR (default: the lab's own)\n"
     "  --files LIST: comma-separated substrings of workload file stems (e.g. _b1_)\n"
     "  --first NETS: networks whose tasks go first (default: the hold-out networks\n"
-    "                resnet_50,mobilenet_v2,resnext_50,bert_base,bert_tiny)\n";
+    "                resnet_50,mobilenet_v2,resnext_50,bert_base,bert_tiny)\n"
+    "  --quiet B: time only while the CPUs outside the target's are ≤ B busy (default 0.1):\n"
+    "             wait for them before each try, redo a try they disturbed; off: never wait\n"
+    "  --quiet-wait S: longest wait before one try (default 900 s), then time anyway\n";
 
 inline bool is_data_command(const std::string& c) {
     return c == "target" || c == "measure" || c == "stats" || c == "remeasure" || c == "featurize" ||
@@ -47,6 +51,7 @@ struct DataOptions {
     int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200, max_tasks = 0;
     std::uint64_t seed = 1, input_seed = 1;
     double limit_s = 0, run_timeout = 5, build_timeout = 15, rotate_s = 600;
+    double quiet = 0.1, quiet_wait_s = 900, max_busy = -1; // quiet < 0: off; max_busy < 0: any
     std::size_t rotate_records = 1000;
     bool with_latency = false, pipeline = false;
     std::vector<std::string> positional;
@@ -95,6 +100,11 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args, cons
         else if (a == "-o") o.out = value();
         else if (a == "--with-latency") o.with_latency = true;
         else if (a == "--pipeline") o.pipeline = true;
+        else if (a == "--quiet") {
+            const std::string& v = value();
+            o.quiet = v == "off" ? -1 : std::stod(v);
+        } else if (a == "--quiet-wait") o.quiet_wait_s = std::stod(value());
+        else if (a == "--max-busy") o.max_busy = std::stod(value());
         else if (a == "--compile-cores")
             for (const auto& c : split(value(), ',')) o.compile_cores.push_back(std::stoi(c));
         else if (!a.empty() && a[0] != '-') o.positional.push_back(a);
@@ -103,6 +113,13 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args, cons
     if (o.scratch.empty())
         o.scratch = (std::filesystem::temp_directory_path() / ("tempo-lab-" + std::to_string(getuid()))).string();
     return o;
+}
+
+// The quiet guard's part of a record's run object: its setting, how long it waited, how many
+// tries it had redone.
+inline json::Value quiet_json(const DataOptions& o, const ProgramResult& r) {
+    if (o.quiet < 0) return json::Value::Object{{"max_busy", nullptr}};
+    return json::Value::Object{{"max_busy", o.quiet}, {"waited_s", r.waited_s}, {"redone", r.redone}};
 }
 
 // ------------------------------------------------------------------------------------------
@@ -388,6 +405,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             spec.flops = t.flops;
             spec.budget_s = o.run_timeout;
             spec.cores = cores;
+            spec.quiet_max_busy = o.quiet;
+            spec.quiet_wait_s = o.quiet_wait_s;
             run_batch(spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads, [&](std::size_t k, const ProgramResult& r) {
                 const BatchProgram& p = b.programs[idx[k]];
                 if (r.kind != ProgramResult::Kind::Timed) {
@@ -409,6 +428,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                     add_member(rec, "run", json::Value::Object{{"threads", target.threads}, {"cores", core_list},
                                                                {"first_call_s", r.call_s},
                                                                {"others_busy", r.others_busy},
+                                                               {"quiet", quiet_json(o, r)},
                                                                {"nice", -20},
                                                                {"pipelined_build", pipeline},
                                                                {"build_s", b.build_s / static_cast<double>(b.programs.size())}});
@@ -575,8 +595,15 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
     std::vector<json::Value> records;
-    for_each_record(dir, [&](const json::Value& r) { records.push_back(r); });
-    if (records.empty()) throw Error(dir, "no records");
+    std::size_t busier = 0;
+    for_each_record(dir, [&](const json::Value& r) {
+        const json::Value* run = r.find("run");
+        const json::Value* busy = run ? run->find("others_busy") : nullptr;
+        if (o.max_busy >= 0 && (!busy || busy->as_double() > o.max_busy)) ++busier;
+        else records.push_back(r);
+    });
+    if (records.empty()) throw Error(dir, "no records" + std::string(busier ? " with others_busy ≤ --max-busy" : ""));
+    if (busier) std::fprintf(stderr, "remeasure: %zu records skipped (others_busy > %g)\n", busier, o.max_busy);
     std::mt19937_64 rng(o.seed);
     std::shuffle(records.begin(), records.end(), rng);
     if (static_cast<int>(records.size()) > o.n) records.resize(static_cast<std::size_t>(o.n));
@@ -635,6 +662,8 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             spec.flops = task->flops;
             spec.budget_s = o.run_timeout;
             spec.cores = cores;
+            spec.quiet_max_busy = o.quiet;
+            spec.quiet_wait_s = o.quiet_wait_s;
             run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads, [&](std::size_t k, const ProgramResult& r) {
                 if (r.kind != ProgramResult::Kind::Timed) {
                     ++failed;
@@ -653,7 +682,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                   {"task", key}, {"sid", b.programs[idx[k]].drawn.sid},
                                   {"old", json::Value::Object{{"mean", before}, {"median", old_median[idx[k]]}, {"min", old_min[idx[k]]}}},
                                   {"new", json::Value::Object{{"mean", st.mean}, {"median", st.median}, {"min", st.min}, {"std", st.std}}},
-                                  {"others_busy", r.others_busy}})
+                                  {"others_busy", r.others_busy}, {"quiet", quiet_json(o, r)}})
                            << "\n";
             });
         }

@@ -7,8 +7,10 @@
 // 12 accumulators + 2 weight vectors + 1 broadcast of 16 registers (MR=6, NR=16); on AVX-512
 // 24 + 3 of 32 (MR=12, NR=32). Rows below MR interleave k over extra accumulator sets so
 // that ≥ 8 FMAs stay independent (FMA latency 4, two pipes), which keeps batch-1 fast.
-// Blocking: K in slices of ≤ kKc (a panel slice stays in L1 across row blocks), rows in
-// blocks whose X slice stays in L2.
+// Blocking: panels in blocks that stay in L2; within a block, MR-row strips of X, each held in
+// L1 while it sweeps the block's panels, so Y is written row by row. When K is sliced (K >
+// kKc), rows go in blocks of kSlicedRows outside the panel blocks, so that the partial sums
+// of a row block × panel block stay in L2 from one slice to the next.
 #pragma once
 
 #include <algorithm>
@@ -22,8 +24,9 @@ namespace tempo::kernels::simd {
 
 inline constexpr std::size_t kNR = 2 * kLanes;
 inline constexpr std::size_t kMR = kVectorRegisters == 32 ? 12 : 6;
-inline constexpr std::size_t kKc = 256;              // 16 KiB of a 16-wide panel
-inline constexpr std::size_t kRowBlockBytes = 192 << 10; // X slice kept in L2
+inline constexpr std::size_t kKc = 256;                    // an MR×kKc strip of X: 6 KiB (AVX2)
+inline constexpr std::size_t kPanelBlockBytes = 192 << 10; // W panels kept in L2
+inline constexpr std::size_t kSlicedRows = 16 * kMR;        // row block when K is sliced
 
 class PackedWeights {
 public:
@@ -168,25 +171,27 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const PackedWei
                  const Epilogue& ep, float* y, std::size_t ldy) {
     const std::size_t N = w.rows(), K = w.cols();
     if (m == 0 || N == 0) return;
-    // A few rows reuse no panel slice: stream each panel whole, in memory order.
+    // A single strip reuses no panel slice: stream each panel whole, in memory order.
     const std::size_t k_slices = m <= kMR ? 1 : std::max<std::size_t>(1, (K + kKc - 1) / kKc);
-    const std::size_t kc_step = (K + k_slices - 1) / k_slices;
-    const std::size_t row_block =
-        std::max(kMR, kRowBlockBytes / (sizeof(float) * std::max<std::size_t>(kc_step, 1)) /
-                          kMR * kMR);
+    const std::size_t kc_step = std::max<std::size_t>(1, (K + k_slices - 1) / k_slices);
+    const std::size_t panel_block =
+        std::max<std::size_t>(1, kPanelBlockBytes / (sizeof(float) * kNR * kc_step));
+    const std::size_t row_block = k_slices == 1 ? m : kSlicedRows;
     for (std::size_t m0 = 0; m0 < m; m0 += row_block) {
         const std::size_t m1 = std::min(m, m0 + row_block);
-        for (std::size_t s = 0; s < k_slices; ++s) {
-            const std::size_t k0 = s * kc_step, kc = std::min(kc_step, K - std::min(K, k0));
-            const Epilogue* last = s + 1 == k_slices ? &ep : nullptr;
-            for (std::size_t p = 0; p < w.panels(); ++p) {
-                const float* wp = w.panel(p) + k0 * kNR;
-                const std::size_t col0 = p * kNR, cols = std::min(kNR, N - col0);
+        for (std::size_t p0 = 0; p0 < w.panels(); p0 += panel_block) {
+            const std::size_t p1 = std::min(w.panels(), p0 + panel_block);
+            for (std::size_t s = 0; s < k_slices; ++s) {
+                const std::size_t k0 = s * kc_step, kc = std::min(kc_step, K - std::min(K, k0));
+                const Epilogue* last = s + 1 == k_slices ? &ep : nullptr;
                 for (std::size_t i = m0; i < m1; i += kMR) {
                     detail::with_rows<kMR>(std::min(kMR, m1 - i), [&](auto rows) {
-                        detail::gemm_block<decltype(rows)::value>(x + i * ldx + k0, ldx, wp, kc,
-                                                                  i, col0, cols, s == 0, last,
-                                                                  y, ldy);
+                        for (std::size_t p = p0; p < p1; ++p) {
+                            const std::size_t col0 = p * kNR;
+                            detail::gemm_block<decltype(rows)::value>(
+                                x + i * ldx + k0, ldx, w.panel(p) + k0 * kNR, kc, i, col0,
+                                std::min(kNR, N - col0), s == 0, last, y, ldy);
+                        }
                     });
                 }
             }
