@@ -77,6 +77,26 @@ def cpu_description():
     return zen.get((family, model), f"family {family} model {model}")
 
 
+QUIET_BUSY = 0.05  # the other CPUs' busy share above which a run is a trial
+
+
+def is_busy(run):
+    """A run is a trial when the CPUs other than the timing one were busy (older runs without
+    that record: a load average above half the CPUs)."""
+    if "others_busy" in run:
+        return run["others_busy"] > QUIET_BUSY
+    cpus = run.get("cpus") or os.cpu_count()
+    loads = (run.get("load_before", "") + " " + run.get("load_after", "")).split()
+    return any(float(x) > 0.5 * cpus for x in loads if x.replace(".", "", 1).isdigit())
+
+
+def busy_text(run):
+    if "others_busy" in run:
+        return (f"the CPUs other than the timing one were {100 * run['others_busy']:.1f}% busy "
+                f"during the timed part")
+    return f"load average before `{run.get('load_before')}`, after `{run.get('load_after')}`"
+
+
 def write_md(r, path, png_name):
     best, flops, peak, bw = r["best"], r["flops"], r["peak"], r["bandwidth"]
     run = r["run"]
@@ -87,18 +107,19 @@ def write_md(r, path, png_name):
 
     load_before, load_after = run.get("load_before", "?"), run.get("load_after", "?")
     cpus = run.get("cpus") or os.cpu_count()
-    busy = any(float(x) > 0.5 * cpus for x in (load_before.split() + load_after.split())
-               if x.replace(".", "", 1).isdigit())
+    busy = is_busy(run)
     L = []
     L.append("# CDMPP prediction latency: tempo vs PyTorch vs TorchScript\n")
     if busy:
-        L.append(f"> **TRIAL RUN on a shared, busy machine** (load average before `{load_before}`, "
-                 f"after `{load_after}` on {cpus} CPUs): the numbers are noisy — the measured peak "
-                 f"and bandwidth too — and must not be used to judge the acceptance criteria. "
-                 f"Re-run `bench/run_cdmpp_bench.sh` on a quiet machine.\n")
+        L.append(f"> **TRIAL RUN on a shared, busy machine** ({busy_text(run)}): the numbers are "
+                 f"noisy — the measured peak and bandwidth too — and must not be used to judge "
+                 f"the acceptance criteria. Re-run `bench/run_cdmpp_bench.sh` on a quiet machine.\n")
     L.append(f"Machine: {r['cpu']} ({cpu_description()}), {cpus} CPUs, "
              f"{r['simd_bits']}-bit vectors as compiled; one thread everywhere. "
-             f"Run {run.get('date', '?')}, load average before `{load_before}`, after `{load_after}`.  ")
+             f"Run {run.get('date', '?')}, load average before `{load_before}`, after `{load_after}`"
+             + (f"; every timed command pinned to CPU {run['pinned_cpu']}, the other CPUs "
+                f"{100 * run['others_busy']:.1f}% busy meanwhile" if "others_busy" in run else "")
+             + ".  ")
     L.append(f"Measured single-core FP32 peak (FMA, best of 3): **{fmt(peak)} GFLOP/s**; "
              f"sustained single-thread streaming read bandwidth (1 GiB, best of the run's "
              f"measurements): **{fmt(bw)} GB/s**.  ")
@@ -275,11 +296,7 @@ def write_png(r, path):
             ax.annotate("bandwidth bound", (0.0, bound), textcoords="offset points",
                         xytext=(0, -12), ha="center", fontsize=8)
     axes[0].legend(fontsize=8)
-    busy = "  [TRIAL, busy machine]" if r["run"] else ""
-    if r["run"]:
-        cpus = r["run"].get("cpus") or 1
-        loads = (r["run"].get("load_before", "") + " " + r["run"].get("load_after", "")).split()
-        busy = "  [TRIAL, busy machine]" if any(float(x) > 0.5 * cpus for x in loads) else ""
+    busy = "  [TRIAL, busy machine]" if not r["run"] or is_busy(r["run"]) else ""
     fig.suptitle(f"CDMPP prediction, one thread, {r['cpu']}{busy}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -92,35 +92,59 @@ else
   log "libopenblas0-pthread not installed: PyTorch runs on the system libblas.so.3"
 fi
 
+# Every timed command runs on the last CPU; the others must stay idle (on SMT siblings their
+# load slows it): their busy share over the timed part is recorded, and above 5% the report
+# is marked a trial.
+pin_cpu=$(($(nproc) - 1))
+pin() { taskset -c "$pin_cpu" "$@"; }
+grep -E '^cpu[0-9]+ ' /proc/stat >"$work/stat_before"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-log "machine: peak and bandwidth (load $load_before)"
-"$build/bench/bench_cdmpp" --machine --bandwidth >>"$out"
+log "machine: peak and bandwidth (load $load_before); timing on CPU $pin_cpu"
+pin "$build/bench/bench_cdmpp" --machine --bandwidth >>"$out"
 peak=$($py -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if "\"meta\"" in l][-1]["peak_gflops"])' "$out")
 
 for round in $(seq 1 "$rounds"); do
   for model in compact paper; do
     log "round $round/$rounds: $model"
-    "$build/bench/bench_cdmpp" --models "$models" --only "$model" --peak "$peak" --repeats "$repeats" >>"$out"
-    "$build/bench/bench_cdmpp_eigen" --models "$models" --only "$model" --peak "$peak" --repeats "$repeats" >>"$out"
-    $(torch_env "$coretype") $py bench/bench_cdmpp_torch.py --models "$models" --only "$model" --repeats "$repeats" >>"$out"
+    pin "$build/bench/bench_cdmpp" --models "$models" --only "$model" --peak "$peak" --repeats "$repeats" >>"$out"
+    pin "$build/bench/bench_cdmpp_eigen" --models "$models" --only "$model" --peak "$peak" --repeats "$repeats" >>"$out"
+    pin $(torch_env "$coretype") $py bench/bench_cdmpp_torch.py --models "$models" --only "$model" --repeats "$repeats" >>"$out"
     if [[ $have_libtorch == 1 ]]; then
-      $(torch_env "$coretype") "$build/bench/bench_cdmpp_libtorch" --models "$models" --only "$model" --peak "$peak" --repeats "$repeats" >>"$out"
+      pin $(torch_env "$coretype") "$build/bench/bench_cdmpp_libtorch" --models "$models" --only "$model" --peak "$peak" --repeats "$repeats" >>"$out"
     elif [[ $round == 1 && $model == compact ]]; then
       log "libtorch not found by CMake (Debian: libtorch-dev): TorchScript skipped"
       echo '{"kind":"skipped","engine":"torchscript","reason":"libtorch not found by CMake (Debian: libtorch-dev)"}' >>"$out"
     fi
   done
 done
-"$build/bench/bench_cdmpp" --machine --bandwidth >>"$out"
+pin "$build/bench/bench_cdmpp" --machine --bandwidth >>"$out"
+grep -E '^cpu[0-9]+ ' /proc/stat >"$work/stat_after"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 log "done (load $load_after)"
 
-$py - "$out" "$load_before" "$load_after" "${coretype:-auto}" "$rounds" "$repeats" "$models/manifest.json" <<'EOF' >>"$out"
+$py - "$out" "$load_before" "$load_after" "${coretype:-auto}" "$rounds" "$repeats" "$models/manifest.json" \
+  "$work/stat_before" "$work/stat_after" "$pin_cpu" <<'EOF' >>"$out"
 import json, os, sys, datetime
-out, before, after, coretype, rounds, repeats, manifest = sys.argv[1:]
+out, before, after, coretype, rounds, repeats, manifest, stat0, stat1, pinned = sys.argv[1:]
 m = json.load(open(manifest)) if os.path.exists(manifest) else {}
+
+
+def ticks(path):  # cpu -> (busy, total); idle and iowait are not busy
+    out = {}
+    for line in open(path):
+        f = line.split()
+        v = [float(x) for x in f[1:9]]
+        out[f[0]] = (sum(v) - v[3] - v[4], sum(v))
+    return out
+
+
+a, b = ticks(stat0), ticks(stat1)
+others = [c for c in a if c != f"cpu{pinned}" and c in b]
+total = sum(b[c][1] - a[c][1] for c in others)
+busy = sum(b[c][0] - a[c][0] for c in others) / total if total > 0 else 0.0
 print(json.dumps({"kind": "run", "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
                   "load_before": before, "load_after": after, "cpus": os.cpu_count(),
+                  "pinned_cpu": int(pinned), "others_busy": busy,
                   "coretype": coretype, "rounds": int(rounds), "repeats": int(repeats),
                   "models": m.get("models", {})}))
 EOF

@@ -241,7 +241,7 @@ void attention_sweep(F&& attention_fn) {
                 for (std::size_t j = seq > b ? seq - b : 0; j < seq; ++j) pad[b * seq + j] = 1;
             for (const std::uint8_t* mask : {static_cast<const std::uint8_t*>(nullptr),
                                              static_cast<const std::uint8_t*>(pad.data())}) {
-                std::vector<float> scratch(attention_scratch_floats(seq));
+                std::vector<float> scratch(attention_scratch_floats(seq, std::size_t(d)));
                 std::vector<float> got(batch * seq * ldctx), want(batch * seq * ldctx);
                 attention_fn(shape, qkv.data(), ld, mask, scratch.data(), got.data(), ldctx);
                 reference::attention(shape, qkv.data(), ld, mask, scratch.data(), want.data(),
@@ -259,4 +259,34 @@ void attention_sweep(F&& attention_fn) {
 TEST_CASE("attention matches the reference for short sequences, odd head sizes and masks") {
     attention_sweep([](auto&&... a) { simd::attention(a...); });
     attention_sweep([](auto&&... a) { eigen::attention(a...); });
+}
+
+namespace {
+template <typename F>
+void sparse_rows_sweep(F&& sum_fn) {
+    std::mt19937 rng(11);
+    for (std::size_t n = 1; n <= 70; ++n)
+        for (std::size_t count : {0, 1, 3, 17, 60}) {
+            const std::size_t in = 64, ld = (n + 15) / 16 * 16;
+            tempo::AlignedBuffer<float> rows(in * ld);
+            const auto values = random_vector(in * ld, rng);
+            std::copy(values.begin(), values.end(), rows.data());
+            const auto base = random_vector(n, rng), value = random_vector(count, rng);
+            std::vector<std::uint32_t> index(count);
+            for (auto& i : index) i = std::uint32_t(rng() % in); // repeats allowed
+            std::vector<float> got(n), want(n);
+            sum_fn(base.data(), index.data(), value.data(), count, rows.data(), ld, got.data(), n);
+            reference::sparse_rows_sum(base.data(), index.data(), value.data(), count, rows.data(), ld,
+                                       want.data(), n);
+            for (std::size_t c = 0; c < n; ++c) {
+                INFO("n " << n << " count " << count << " column " << c);
+                CHECK(scaled_error(got[c], want[c], 1.0 + double(count)) <= kTolerance);
+            }
+        }
+}
+} // namespace
+
+TEST_CASE("sparse_rows_sum matches the reference for every width and nonzero count") {
+    sparse_rows_sweep([](auto&&... a) { simd::sparse_rows_sum(a...); });
+    sparse_rows_sweep([](auto&&... a) { eigen::sparse_rows_sum(a...); });
 }

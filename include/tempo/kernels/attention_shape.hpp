@@ -19,8 +19,13 @@ struct AttentionShape {
     float scale() const noexcept { return 1.0f / std::sqrt(float(d_head())); }
 };
 
-// Floats of scratch every backend's attention needs: one seq×seq score tile and a mask row.
-inline constexpr std::size_t attention_scratch_floats(std::size_t seq) { return seq * seq + seq; }
+// Floats of scratch any backend's attention may need: a score tile and a mask row, each
+// padded to whole 16-float vectors per row, and the keys of one sequence transposed
+// (d_model × padded seq).
+inline constexpr std::size_t attention_padded_seq(std::size_t seq) { return (seq + 15) / 16 * 16; }
+inline constexpr std::size_t attention_scratch_floats(std::size_t seq, std::size_t d_model) {
+    return (seq + 1 + d_model) * attention_padded_seq(seq);
+}
 
 // Additive mask row (0 or -inf) for one sequence; null key_padding means no mask.
 inline const float* key_mask_row(const std::uint8_t* key_padding, std::size_t seq, float* row) {

@@ -24,6 +24,7 @@
 #include "tempo/models/cdmpp_config.hpp"
 #include "tempo/models/output_transform.hpp"
 #include "tempo/nn/mlp.hpp"
+#include "tempo/nn/sparse_projection.hpp"
 #include "tempo/nn/transformer_encoder_layer.hpp"
 #include "tempo/program/compact_ast.hpp"
 #include "tempo/program/validate.hpp"
@@ -64,6 +65,16 @@ public:
     void predict(const CompactAst* const* programs, std::size_t count, double* seconds,
                  Workspace& ws, float* transformed = nullptr) const;
 
+    // The model on rows already normalised and positionally encoded, as
+    // converters/cdmpp_torch.py's `preprocess` makes them (what PyTorch's forward takes):
+    // x is batch × seq rows of feature_dim, used as scratch (overwritten); leaves[b] (1..seq)
+    // real rows per program, a prefix; device: batch × 8 features when the model has the
+    // device branch, else null. Writes batch transformed outputs to z. x, leaves, device and
+    // z must not live in `ws`.
+    void predict_preprocessed(float* x, std::size_t batch, std::size_t seq,
+                              const std::size_t* leaves, const float* device, float* z,
+                              Workspace& ws) const;
+
     // Floats of workspace a batch of `batch` programs with up to `leaves` leaves needs.
     std::size_t workspace_floats(std::size_t batch, std::size_t leaves) const;
 
@@ -77,7 +88,14 @@ private:
     // leaves[b] real rows per program (a prefix), device batch × 8 (or null); writes z.
     void forward(float* x, std::size_t batch, std::size_t seq, const std::size_t* leaves,
                  const float* device, float* z, Workspace& ws) const;
+    // The same from the token rows on (d_model wide, after the input projection if any).
+    void forward_tokens(float* h, std::size_t batch, std::size_t seq, const std::size_t* leaves,
+                        const float* device, float* z, Workspace& ws) const;
+    // One program's token rows: normalised features + positional encoding (feature_dim wide),
+    // or, when the model projects its input, those rows already projected (d_model wide).
     void encode(const CompactAst& ast, float* rows, std::size_t* positions) const;
+    void encode_projected(const CompactAst& ast, float* rows, std::size_t* positions,
+                          Workspace& ws) const;
     // How errors name a program: its id, else "program".
     static std::string_view name_of(const CompactAst& ast) noexcept {
         return ast.id.empty() ? std::string_view("program") : std::string_view(ast.id);
@@ -92,6 +110,11 @@ private:
     static constexpr std::size_t kPeTableRows = 512;
     static constexpr std::size_t kChunkRows = 320; // token rows per pass through the network
     nn::Linear input_proj_;
+    // With an input projection, predict projects the raw (sparse) features directly:
+    // row = proj_base_[p] + ((f − min) ⊙ scale)·Wᵀ, proj_base_[p] = b + PE(p)·Wᵀ for
+    // p < kPeTableRows.
+    nn::SparseProjection sparse_proj_;
+    AlignedBuffer<float> proj_base_;
     std::vector<nn::TransformerEncoderLayer> encoder_;
     nn::LayerNorm final_norm_;
     nn::Mlp embed_, device_mlp_, decoder_;
@@ -202,7 +225,15 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
     for (std::size_t p = 0; p < kPeTableRows; ++p)
         detail::positional_encoding(p, c.feature_dim, pe_table_.data() + p * c.feature_dim);
 
-    if (c.projects_input()) input_proj_ = read.linear("input_proj", c.d_model, c.feature_dim);
+    if (c.projects_input()) {
+        input_proj_ = read.linear("input_proj", c.d_model, c.feature_dim);
+        const float* w = read("input_proj.weight", {c.d_model, c.feature_dim});
+        sparse_proj_ = nn::SparseProjection(w, c.d_model, c.feature_dim, norm_min_.data(),
+                                            norm_scale_.data());
+        proj_base_ = AlignedBuffer<float>(kPeTableRows * c.d_model);
+        input_proj_.forward(pe_table_.data(), c.feature_dim, kPeTableRows, proj_base_.data(),
+                            c.d_model);
+    }
     for (std::size_t i = 0; i < c.layers; ++i) {
         const std::string p = "encoder.layers." + std::to_string(i);
         const std::size_t d = c.d_model;
@@ -270,15 +301,40 @@ inline std::size_t CdmppModel::workspace_floats(std::size_t batch, std::size_t l
     const std::size_t rows = batch * leaves;
     std::size_t encoder = 0;
     for (const auto& layer : encoder_) encoder = std::max(encoder, layer.workspace_floats(batch, leaves));
+    const std::size_t projection = // encode_projected, for positions past the table
+        c.projects_input() ? Workspace::rounded(c.feature_dim) + Workspace::rounded(c.d_model) +
+                                 sparse_proj_.workspace_floats()
+                           : 0;
     return Workspace::floats_for<std::size_t>(batch) + // leaf counts
            Workspace::floats_for<std::size_t>(rows) +  // tree positions
            Workspace::floats_for<std::uint8_t>(rows) + // key padding
            Workspace::rounded(rows * c.feature_dim) + Workspace::rounded(rows * c.d_model) +
+           projection +
            Workspace::rounded(batch * CdmppConfig::kDeviceFeatures) +
            Workspace::rounded(batch * c.pooled_width()) + encoder +
            embed_.workspace_floats(batch) + device_mlp_.workspace_floats(batch) +
            Workspace::rounded(batch * c.embedding_width()) + // program + device embedding
            decoder_.workspace_floats(batch) + Workspace::rounded(batch);
+}
+
+inline void CdmppModel::encode_projected(const CompactAst& ast, float* rows,
+                                         std::size_t* positions, Workspace& ws) const {
+    const std::size_t d = config_.d_model;
+    leaf_positions(ast, positions, name_of(ast));
+    for (std::size_t r = 0; r < ast.leaves(); ++r) {
+        Workspace::Scope scope(ws);
+        const float* base;
+        if (positions[r] < kPeTableRows) {
+            base = proj_base_.data() + positions[r] * d;
+        } else {
+            float* pe = ws.take(config_.feature_dim);
+            float* row = ws.take(d);
+            detail::positional_encoding(positions[r], config_.feature_dim, pe);
+            input_proj_.forward(pe, config_.feature_dim, 1, row, d);
+            base = row;
+        }
+        sparse_proj_.forward(ast.leaf(r), base, rows + r * d, ws);
+    }
 }
 
 inline void CdmppModel::encode(const CompactAst& ast, float* rows, std::size_t* positions) const {
@@ -315,22 +371,32 @@ inline void CdmppModel::predict(const CompactAst* const* programs, std::size_t c
         for (std::size_t b = 0; b < n; ++b) seq = std::max(seq, part[b]->leaves());
 
         Workspace::Scope scope(ws);
+        // Token rows: projected straight from the sparse features when the model projects
+        // its input (padding rows are zeros: masked as keys, never pooled).
+        const bool project = c.projects_input();
+        const std::size_t width = project ? c.d_model : c.feature_dim;
         std::size_t* leaves = ws.take_as<std::size_t>(n);
         std::size_t* positions = ws.take_as<std::size_t>(n * seq);
-        float* x = ws.take(n * seq * c.feature_dim);
+        float* x = ws.take(n * seq * width);
         float* device = c.device ? ws.take(n * CdmppConfig::kDeviceFeatures) : nullptr;
         float* z = ws.take(n);
         for (std::size_t b = 0; b < n; ++b) {
             const CompactAst& ast = *part[b];
             leaves[b] = ast.leaves();
-            float* rows = x + b * seq * c.feature_dim;
-            encode(ast, rows, positions + b * seq);
-            std::fill(rows + leaves[b] * c.feature_dim, rows + seq * c.feature_dim, 0.0f);
+            float* rows = x + b * seq * width;
+            if (project)
+                encode_projected(ast, rows, positions + b * seq, ws);
+            else
+                encode(ast, rows, positions + b * seq);
+            std::fill(rows + leaves[b] * width, rows + seq * width, 0.0f);
             if (device)
                 std::copy(ast.device.begin(), ast.device.end(),
                           device + b * CdmppConfig::kDeviceFeatures);
         }
-        forward(x, n, seq, leaves, device, z, ws);
+        if (project)
+            forward_tokens(x, n, seq, leaves, device, z, ws);
+        else
+            forward(x, n, seq, leaves, device, z, ws);
         for (std::size_t b = 0; b < n; ++b) {
             seconds[first + b] = transform_.seconds(z[b]);
             if (transformed) transformed[first + b] = z[b];
@@ -342,6 +408,17 @@ inline void CdmppModel::forward(float* x, std::size_t batch, std::size_t seq,
                                 const std::size_t* leaves, const float* device, float* z,
                                 Workspace& ws) const {
     const CdmppConfig& c = config_;
+    if (!c.projects_input()) return forward_tokens(x, batch, seq, leaves, device, z, ws);
+    Workspace::Scope scope(ws);
+    float* h = ws.take(batch * seq * c.d_model);
+    input_proj_.forward(x, c.feature_dim, batch * seq, h, c.d_model);
+    forward_tokens(h, batch, seq, leaves, device, z, ws);
+}
+
+inline void CdmppModel::forward_tokens(float* h, std::size_t batch, std::size_t seq,
+                                       const std::size_t* leaves, const float* device, float* z,
+                                       Workspace& ws) const {
+    const CdmppConfig& c = config_;
     const std::size_t rows = batch * seq, d = c.d_model;
     Workspace::Scope scope(ws);
 
@@ -351,11 +428,6 @@ inline void CdmppModel::forward(float* x, std::size_t batch, std::size_t seq,
     for (std::size_t b = 0; b < batch; ++b)
         for (std::size_t r = 0; r < seq; ++r) padded |= (padding[b * seq + r] = r >= leaves[b]);
 
-    float* h = x;
-    if (c.projects_input()) {
-        h = ws.take(rows * d);
-        input_proj_.forward(x, c.feature_dim, rows, h, d);
-    }
     for (const auto& layer : encoder_) layer.forward(h, batch, seq, padded ? padding : nullptr, ws);
     if (c.final_norm) final_norm_.forward(h, d, rows, h, d);
 
@@ -391,6 +463,28 @@ inline void CdmppModel::forward(float* x, std::size_t batch, std::size_t seq,
     }
     const float* hidden = decoder_.empty() ? e : decoder_.forward(e, width, batch, ws);
     head_.forward(hidden, head_.in_features(), batch, z, 1);
+}
+
+inline void CdmppModel::predict_preprocessed(float* x, std::size_t batch, std::size_t seq,
+                                             const std::size_t* leaves, const float* device,
+                                             float* z, Workspace& ws) const {
+    const CdmppConfig& c = config_;
+    const std::string where = "predict_preprocessed";
+    if (batch == 0) return;
+    if (seq == 0 || seq > c.max_leaves ||
+        (c.pooling == CdmppConfig::Pooling::flatten && seq != c.max_leaves))
+        throw Error(where, "seq " + std::to_string(seq) + " does not fit this model (max_leaves " +
+                               std::to_string(c.max_leaves) + ")");
+    for (std::size_t b = 0; b < batch; ++b)
+        if (leaves[b] == 0 || leaves[b] > seq ||
+            (c.pooling == CdmppConfig::Pooling::flatten && leaves[b] != seq))
+            throw Error(where, "leaves[" + std::to_string(b) + "] = " + std::to_string(leaves[b]) +
+                                   " for seq " + std::to_string(seq));
+    if (c.device != (device != nullptr))
+        throw Error(where, c.device ? "this model needs device features"
+                                    : "this model has no device branch (device must be null)");
+    ws.reserve(workspace_floats(batch, seq));
+    forward(x, batch, seq, leaves, device, z, ws);
 }
 
 inline double CdmppModel::selftest_error() const {

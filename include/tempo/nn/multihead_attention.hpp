@@ -37,7 +37,7 @@ public:
     std::size_t workspace_floats(std::size_t batch, std::size_t seq) const {
         return Workspace::rounded(batch * seq * 3 * d_model_) +
                Workspace::rounded(batch * seq * d_model_) +
-               Workspace::rounded(kernels::attention_scratch_floats(seq));
+               Workspace::rounded(kernels::attention_scratch_floats(seq, d_model_));
     }
 
     // x: batch × seq rows of d_model (stride ldx); key_padding: batch × seq bytes, nonzero =
@@ -49,7 +49,7 @@ public:
         Workspace::Scope scope(ws);
         float* qkv = ws.take(rows * 3 * d_model_);
         float* ctx = ws.take(rows * d_model_);
-        float* scratch = ws.take(kernels::attention_scratch_floats(seq));
+        float* scratch = ws.take(kernels::attention_scratch_floats(seq, d_model_));
         in_proj_.forward(x, ldx, rows, qkv, 3 * d_model_);
         kernels::active::attention({batch, seq, d_model_, heads_}, qkv, 3 * d_model_,
                                    key_padding, scratch, ctx, d_model_);
