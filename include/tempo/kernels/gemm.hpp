@@ -26,7 +26,8 @@ inline constexpr std::size_t kNR = 2 * kLanes;
 inline constexpr std::size_t kMR = kVectorRegisters == 32 ? 12 : 6;
 inline constexpr std::size_t kKc = 256;                    // an MR×kKc strip of X: 6 KiB (AVX2)
 inline constexpr std::size_t kPanelBlockBytes = 192 << 10; // W panels kept in L2
-inline constexpr std::size_t kSlicedRows = 16 * kMR;        // row block when K is sliced
+inline constexpr std::size_t kSlicedRows = 16 * kMR;       // row block when K is sliced
+inline constexpr std::size_t kPrefetchSteps = 64;          // 4 KiB ahead in a 16-wide panel
 
 class PackedWeights {
 public:
@@ -67,6 +68,9 @@ inline void gemm_tile(const float* x, std::size_t ldx, const float* wp, std::siz
 
     std::size_t k = 0;
     for (; k + KU <= kc; k += KU) {
+        // A lone strip streams each panel once, from memory when the weights exceed the
+        // caches (a big model at batch 1): fetch ahead of the hardware prefetcher.
+        if constexpr (MR < kMR) __builtin_prefetch(wp + (k + kPrefetchSteps) * kNR);
 #pragma GCC unroll 16
         for (std::size_t u = 0; u < KU; ++u) {
             Batch b0 = Batch::load_aligned(wp + (k + u) * kNR);
