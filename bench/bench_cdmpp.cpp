@@ -32,7 +32,8 @@ std::vector<CompactAst> read_programs(const std::string& path) {
     std::vector<CompactAst> out;
     std::string line;
     for (std::size_t number = 1; std::getline(in, line); ++number)
-        if (!line.empty()) out.push_back(parse_compact_ast(line, path + ":" + std::to_string(number)));
+        if (!line.empty())
+            out.push_back(parse_compact_ast(line, path + ":" + std::to_string(number)));
     return out;
 }
 
@@ -56,22 +57,31 @@ int main(int argc, char** argv) {
     double peak_gflops = 0;
     for (int i = 1; i < argc; ++i) {
         auto arg = [&](const char* name) { return !std::strcmp(argv[i], name) && i + 1 < argc; };
-        if (arg("--models")) dir = argv[++i];
-        else if (arg("--only")) only = argv[++i];
-        else if (arg("--batches")) batches = parse_list(argv[++i]);
-        else if (arg("--repeats")) repeats = std::atoi(argv[++i]);
-        else if (arg("--peak")) peak_gflops = std::atof(argv[++i]);
-        else if (!std::strcmp(argv[i], "--bandwidth")) bandwidth = true;
-        else if (!std::strcmp(argv[i], "--machine")) machine = true;
+        if (arg("--models"))
+            dir = argv[++i];
+        else if (arg("--only"))
+            only = argv[++i];
+        else if (arg("--batches"))
+            batches = parse_list(argv[++i]);
+        else if (arg("--repeats"))
+            repeats = std::atoi(argv[++i]);
+        else if (arg("--peak"))
+            peak_gflops = std::atof(argv[++i]);
+        else if (!std::strcmp(argv[i], "--bandwidth"))
+            bandwidth = true;
+        else if (!std::strcmp(argv[i], "--machine"))
+            machine = true;
         else {
-            std::cerr << "usage: bench_cdmpp --models DIR [--only paper|compact] [--batches 1,16,512]"
-                         " [--bandwidth] [--repeats N] [--peak GFLOPS]\n"
-                         "       bench_cdmpp --machine [--bandwidth]\n";
+            std::cerr
+                << "usage: bench_cdmpp --models DIR [--only paper|compact] [--batches 1,16,512]"
+                   " [--bandwidth] [--repeats N] [--peak GFLOPS]\n"
+                   "       bench_cdmpp --machine [--bandwidth]\n";
             return 2;
         }
     }
     if (dir.empty() && !machine) {
-        std::cerr << "bench_cdmpp: --models DIR is required (bench/make_bench_models.py --out DIR)\n";
+        std::cerr
+            << "bench_cdmpp: --models DIR is required (bench/make_bench_models.py --out DIR)\n";
         return 2;
     }
     const std::string engine = std::string("tempo-") + kBackendName;
@@ -82,11 +92,13 @@ int main(int argc, char** argv) {
                 peak_gflops = std::max(peak_gflops, bench::measured_peak_flops() * 1e-9);
         else if (peak_gflops <= 0)
             peak_gflops = bench::measured_peak_flops() * 1e-9;
-        std::cout << "{\"kind\":\"meta\",\"engine\":\"" << engine << "\",\"cpu\":"
-                  << json::quote(bench::cpu_model()) << ",\"peak_gflops\":" << bench::num(peak_gflops)
+        std::cout << "{\"kind\":\"meta\",\"engine\":\"" << engine
+                  << "\",\"cpu\":" << json::quote(bench::cpu_model())
+                  << ",\"peak_gflops\":" << bench::num(peak_gflops)
                   << ",\"simd_bits\":" << kernels::simd::kLanes * 32;
         if (bandwidth)
-            std::cout << ",\"read_bandwidth_gbs\":" << bench::num(bench::measured_read_bandwidth() * 1e-9);
+            std::cout << ",\"read_bandwidth_gbs\":"
+                      << bench::num(bench::measured_read_bandwidth() * 1e-9);
         std::cout << "}" << std::endl;
         if (machine) return 0;
 
@@ -107,35 +119,41 @@ int main(int argc, char** argv) {
                       << std::endl;
 
             for (std::size_t B : batches) {
-                if (B > programs.size()) throw Error(base, "fewer programs than batch " + std::to_string(B));
+                if (B > programs.size())
+                    throw Error(base, "fewer programs than batch " + std::to_string(B));
                 std::vector<const CompactAst*> ptrs;
                 for (std::size_t b = 0; b < B; ++b) ptrs.push_back(&programs[b]);
                 std::vector<double> seconds(B);
                 Workspace ws;
                 const double t_full = bench::median_seconds(
-                    [&] {
-                        model.predict(ptrs.data(), B, seconds.data(), ws);
-                        bench::keep(seconds[0]);
-                    },
-                    repeats) / double(B);
+                                          [&] {
+                                              model.predict(ptrs.data(), B, seconds.data(), ws);
+                                              bench::keep(seconds[0]);
+                                          },
+                                          repeats) /
+                                      double(B);
 
                 // The model alone on the preprocessed rows (it overwrites them: copy in).
                 AlignedBuffer<float> x(B * L * F), z(B);
                 std::vector<std::size_t> leaves(B, L);
                 const float* device = c.device ? inputs.tensor("device").data() : nullptr;
                 Workspace wm;
-                const double t_model = bench::median_seconds(
-                    [&] {
-                        std::copy(x_all.data(), x_all.data() + B * L * F, x.data());
-                        model.predict_preprocessed(x.data(), B, L, leaves.data(), device, z.data(), wm);
-                        bench::keep(z[0]);
-                    },
-                    repeats) / double(B);
+                const double t_model =
+                    bench::median_seconds(
+                        [&] {
+                            std::copy(x_all.data(), x_all.data() + B * L * F, x.data());
+                            model.predict_preprocessed(x.data(), B, L, leaves.data(), device,
+                                                       z.data(), wm);
+                            bench::keep(z[0]);
+                        },
+                        repeats) /
+                    double(B);
                 const double gflops = flops / t_model * 1e-9;
-                std::cout << "{\"kind\":\"result\",\"engine\":\"" << engine << "\",\"model\":\"" << name
-                          << "\",\"batch\":" << B << ",\"us\":" << bench::num(t_full * 1e6)
+                std::cout << "{\"kind\":\"result\",\"engine\":\"" << engine << "\",\"model\":\""
+                          << name << "\",\"batch\":" << B << ",\"us\":" << bench::num(t_full * 1e6)
                           << ",\"us_model\":" << bench::num(t_model * 1e6)
-                          << ",\"flops\":" << bench::num(flops) << ",\"gflops\":" << bench::num(gflops)
+                          << ",\"flops\":" << bench::num(flops)
+                          << ",\"gflops\":" << bench::num(gflops)
                           << ",\"gflops_full\":" << bench::num(flops / t_full * 1e-9)
                           << ",\"pct_peak\":" << bench::num(100 * gflops / peak_gflops)
                           << ",\"z0\":" << bench::num(z[0]) << "}" << std::endl;

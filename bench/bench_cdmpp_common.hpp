@@ -32,9 +32,9 @@ inline const std::vector<std::size_t>& cdmpp_batches() {
 inline double cdmpp_flops(const CdmppConfig& c, std::size_t n) {
     const double N = double(n), d = double(c.d_model), F = double(c.feature_dim);
     double f = c.projects_input() ? 2 * N * F * d : 0.0;
-    const double layer = 2 * N * d * 3 * d      // Q, K, V projection
-                         + 4 * N * N * d        // scores and weighted values, all heads
-                         + 2 * N * d * d        // output projection
+    const double layer = 2 * N * d * 3 * d                // Q, K, V projection
+                         + 4 * N * N * d                  // scores and weighted values, all heads
+                         + 2 * N * d * d                  // output projection
                          + 4 * N * d * double(c.ffn_dim); // feed-forward
     f += double(c.layers) * layer;
     auto mlp = [](double in, const std::vector<std::size_t>& dims) {
@@ -85,7 +85,8 @@ inline double measured_read_bandwidth(std::size_t bytes = std::size_t(1) << 30, 
     for (int r = 0; r < repeats; ++r) {
         auto t0 = std::chrono::steady_clock::now();
         pass();
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         rates.push_back(double(n) * sizeof(float) / s);
     }
     std::sort(rates.begin(), rates.end());

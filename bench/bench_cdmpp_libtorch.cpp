@@ -22,13 +22,18 @@ int main(int argc, char** argv) {
     double peak_gflops = 0;
     for (int i = 1; i < argc; ++i) {
         auto arg = [&](const char* name) { return !std::strcmp(argv[i], name) && i + 1 < argc; };
-        if (arg("--models")) dir = argv[++i];
-        else if (arg("--only")) only = argv[++i];
-        else if (arg("--repeats")) repeats = std::atoi(argv[++i]);
-        else if (arg("--peak")) peak_gflops = std::atof(argv[++i]);
+        if (arg("--models"))
+            dir = argv[++i];
+        else if (arg("--only"))
+            only = argv[++i];
+        else if (arg("--repeats"))
+            repeats = std::atoi(argv[++i]);
+        else if (arg("--peak"))
+            peak_gflops = std::atof(argv[++i]);
         else {
-            std::cerr << "usage: bench_cdmpp_libtorch --models DIR [--only paper|compact] [--repeats N]"
-                         " [--peak GFLOPS]\n";
+            std::cerr
+                << "usage: bench_cdmpp_libtorch --models DIR [--only paper|compact] [--repeats N]"
+                   " [--peak GFLOPS]\n";
             return 2;
         }
     }
@@ -45,7 +50,8 @@ int main(int argc, char** argv) {
         for (const char* name : {"compact", "paper"}) {
             if (!only.empty() && only != name) continue;
             const std::string base = dir + "/" + name;
-            const CdmppConfig c = bench::cdmpp_config_of(io::SafeTensors::load(base + ".safetensors"));
+            const CdmppConfig c =
+                bench::cdmpp_config_of(io::SafeTensors::load(base + ".safetensors"));
             const io::SafeTensors inputs = io::SafeTensors::load(base + ".inputs.safetensors");
             const io::Tensor& x_t = inputs.tensor("x");
             const auto N = int64_t(x_t.shape()[0]), L = int64_t(x_t.shape()[1]),
@@ -53,10 +59,14 @@ int main(int argc, char** argv) {
             // Copies, so the tensors own their memory.
             torch::Tensor x = torch::from_blob(const_cast<float*>(x_t.data()), {N, L, F}).clone();
             torch::Tensor mask =
-                torch::from_blob(const_cast<float*>(inputs.tensor("mask").data()), {N, L}).clone().to(torch::kBool);
+                torch::from_blob(const_cast<float*>(inputs.tensor("mask").data()), {N, L})
+                    .clone()
+                    .to(torch::kBool);
             torch::Tensor device;
             if (c.device)
-                device = torch::from_blob(const_cast<float*>(inputs.tensor("device").data()), {N, 8}).clone();
+                device =
+                    torch::from_blob(const_cast<float*>(inputs.tensor("device").data()), {N, 8})
+                        .clone();
             torch::jit::script::Module module = torch::jit::load(base + ".torchscript.pt");
             module.eval();
             const double flops = bench::cdmpp_flops(c, std::size_t(L));
@@ -67,16 +77,18 @@ int main(int argc, char** argv) {
                 c10::InferenceMode guard;
                 float z0 = 0;
                 const double t = bench::median_seconds(
-                    [&] {
-                        torch::Tensor z = module.forward(args).toTensor();
-                        z0 = z.data_ptr<float>()[0];
-                        bench::keep(z0);
-                    },
-                    repeats) / double(B);
+                                     [&] {
+                                         torch::Tensor z = module.forward(args).toTensor();
+                                         z0 = z.data_ptr<float>()[0];
+                                         bench::keep(z0);
+                                     },
+                                     repeats) /
+                                 double(B);
                 const double gflops = flops / t * 1e-9;
                 std::cout << "{\"kind\":\"result\",\"engine\":\"torchscript\",\"model\":\"" << name
                           << "\",\"batch\":" << B << ",\"us\":" << bench::num(t * 1e6)
-                          << ",\"flops\":" << bench::num(flops) << ",\"gflops\":" << bench::num(gflops)
+                          << ",\"flops\":" << bench::num(flops)
+                          << ",\"gflops\":" << bench::num(gflops)
                           << ",\"pct_peak\":" << bench::num(100 * gflops / peak_gflops)
                           << ",\"z0\":" << bench::num(z0) << "}" << std::endl;
             }

@@ -111,9 +111,9 @@ int main(int argc, char** argv) {
               "depressed and noisy. Re-run on an otherwise idle machine.\n\n";
     md << "Machine: " << tempo::bench::cpu_model() << ", " << simd::kLanes * 32
        << "-bit vectors as compiled (xsimd arch `" << simd::Batch::arch_type::name()
-       << "`), micro-kernel " << simd::kMR << "×" << simd::kNR << ", pinned to CPU "
-       << others.cpu() << "; the other " << std::thread::hardware_concurrency() - 1
-       << " CPU(s) were " << 100.0 * busy << "% busy during the run.  \n"
+       << "`), micro-kernel " << simd::kMR << "×" << simd::kNR << ", pinned to CPU " << others.cpu()
+       << "; the other " << std::thread::hardware_concurrency() - 1 << " CPU(s) were "
+       << 100.0 * busy << "% busy during the run.  \n"
        << "Measured single-core peak FP32 FMA throughput: **" << peak
        << " GFLOP/s** (the best of a measurement before each shape).  \n"
        << "Each cell: the best of " << rounds << " rounds over all shapes, each the median "

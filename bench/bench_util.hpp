@@ -86,7 +86,8 @@ private:
         std::vector<std::pair<double, double>> out;
         std::ifstream in("/proc/stat");
         for (std::string line; std::getline(in, line);) {
-            if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9') continue;
+            if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9')
+                continue;
             std::istringstream f(line.substr(line.find(' ')));
             double v[8] = {0};
             for (double& x : v) f >> x;

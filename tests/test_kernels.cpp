@@ -29,12 +29,18 @@ struct GemmCase {
 Epilogue epilogue_variant(std::size_t i, const float* bias, const float* residual,
                           std::size_t ld_residual) {
     switch (i % 6) {
-    case 0: return {};
-    case 1: return {bias, Activation::none, nullptr, 0};
-    case 2: return {bias, Activation::relu, nullptr, 0};
-    case 3: return {bias, Activation::gelu_erf, nullptr, 0};
-    case 4: return {bias, Activation::gelu_tanh, residual, ld_residual};
-    default: return {nullptr, Activation::none, residual, ld_residual};
+    case 0:
+        return {};
+    case 1:
+        return {bias, Activation::none, nullptr, 0};
+    case 2:
+        return {bias, Activation::relu, nullptr, 0};
+    case 3:
+        return {bias, Activation::gelu_erf, nullptr, 0};
+    case 4:
+        return {bias, Activation::gelu_tanh, residual, ld_residual};
+    default:
+        return {nullptr, Activation::none, residual, ld_residual};
     }
 }
 
@@ -62,7 +68,8 @@ double max_gemm_error(std::size_t m, std::size_t n, std::size_t k, std::size_t v
             }
             double scale = std::abs(ep.bias ? ep.bias[j] : 0.0f) +
                            std::abs(ep.residual ? ep.residual[i * ldr + j] : 0.0f);
-            for (std::size_t kk = 0; kk < k; ++kk) scale += std::abs(x[i * ldx + kk] * w[j * k + kk]);
+            for (std::size_t kk = 0; kk < k; ++kk)
+                scale += std::abs(x[i * ldx + kk] * w[j * k + kk]);
             worst = std::max(worst, scaled_error(got[i * ldy + j], want[i * ldy + j], scale));
         }
     return worst;
@@ -108,13 +115,12 @@ TEST_CASE("simd gemm handles large shapes that cross the panel and K blocking") 
     std::mt19937 rng(7);
     // AVX2: 13×700×600 has 3 K slices of 200 and 44 panels in blocks of 15 (the last partial);
     // 40×2100×164: 132 panels in blocks of 18, the last panel 4 columns wide.
-    for (auto [m, n, k] : {std::tuple{517, 70, 600}, std::tuple{1100, 33, 520},
-                           std::tuple{13, 700, 600}, std::tuple{40, 2100, 164},
-                           std::tuple{5, 2048, 164}, std::tuple{2, 164, 2048}}) {
+    for (auto [m, n, k] :
+         {std::tuple{517, 70, 600}, std::tuple{1100, 33, 520}, std::tuple{13, 700, 600},
+          std::tuple{40, 2100, 164}, std::tuple{5, 2048, 164}, std::tuple{2, 164, 2048}}) {
         INFO("M=" << m << " N=" << n << " K=" << k);
-        CHECK(max_gemm_error<simd::PackedWeights>(m, n, k, 4, rng, [](auto&&... a) {
-                  simd::gemm(a...);
-              }) <= kTolerance);
+        CHECK(max_gemm_error<simd::PackedWeights>(
+                  m, n, k, 4, rng, [](auto&&... a) { simd::gemm(a...); }) <= kTolerance);
     }
 }
 
@@ -196,8 +202,8 @@ void softmax_sweep(F&& softmax_fn) {
             auto x = random_vector(rows * ld, rng, -magnitude, magnitude);
             std::vector<float> mask(cols, 0.0f);
             for (std::size_t c = 0; c < cols; c += 3) mask[c] = -kInf;
-            for (const float* m : {static_cast<const float*>(nullptr),
-                                   static_cast<const float*>(mask.data())}) {
+            for (const float* m :
+                 {static_cast<const float*>(nullptr), static_cast<const float*>(mask.data())}) {
                 auto got = x, want = x;
                 softmax_fn(got.data(), rows, cols, ld, m);
                 reference::softmax(want.data(), rows, cols, ld, m);
@@ -230,8 +236,8 @@ namespace {
 template <typename F>
 void attention_sweep(F&& attention_fn) {
     std::mt19937 rng(9);
-    for (auto [d, heads] : {std::pair{164, 4}, std::pair{100, 5}, std::pair{64, 4},
-                            std::pair{8, 1}, std::pair{12, 3}, std::pair{33, 11}})
+    for (auto [d, heads] : {std::pair{164, 4}, std::pair{100, 5}, std::pair{64, 4}, std::pair{8, 1},
+                            std::pair{12, 3}, std::pair{33, 11}})
         for (std::size_t seq : {1, 2, 5, 16, 17, 64}) {
             const std::size_t batch = 3, ld = 3 * d + 1, ldctx = d + 2;
             AttentionShape shape{batch, seq, std::size_t(d), std::size_t(heads)};
@@ -276,8 +282,8 @@ void sparse_rows_sweep(F&& sum_fn) {
             for (auto& i : index) i = std::uint32_t(rng() % in); // repeats allowed
             std::vector<float> got(n), want(n);
             sum_fn(base.data(), index.data(), value.data(), count, rows.data(), ld, got.data(), n);
-            reference::sparse_rows_sum(base.data(), index.data(), value.data(), count, rows.data(), ld,
-                                       want.data(), n);
+            reference::sparse_rows_sum(base.data(), index.data(), value.data(), count, rows.data(),
+                                       ld, want.data(), n);
             for (std::size_t c = 0; c < n; ++c) {
                 INFO("n " << n << " count " << count << " column " << c);
                 CHECK(scaled_error(got[c], want[c], 1.0 + double(count)) <= kTolerance);

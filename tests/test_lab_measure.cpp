@@ -17,7 +17,8 @@ using namespace tempo::lab;
 namespace {
 
 std::string fresh_dir(const std::string& name) {
-    const std::string d = std::string(TEMPO_TEST_TMP_DIR) + "/lab_measure_" + name + "_" + std::to_string(getpid());
+    const std::string d =
+        std::string(TEMPO_TEST_TMP_DIR) + "/lab_measure_" + name + "_" + std::to_string(getpid());
     fs::remove_all(d);
     fs::create_directories(d);
     return d;
@@ -35,18 +36,20 @@ struct TinySetup {
         root = fresh_dir(name);
         data = root + "/data";
         workloads = root + "/workloads";
-        write_file(data + "/targets/test.t1.json",
-                   R"({"id":"test.t1","isa":{"march":"x86-64-v2"},"threads":1,)"
-                   R"("compiler":{"cc":"gcc","flags":"-std=c11 -O1 -march=x86-64-v2 -fopenmp -fPIC -shared"},)"
-                   R"("cdmpp_device_features":[1,1,1,1,1,1,1,1]})");
+        write_file(
+            data + "/targets/test.t1.json",
+            R"({"id":"test.t1","isa":{"march":"x86-64-v2"},"threads":1,)"
+            R"("compiler":{"cc":"gcc","flags":"-std=c11 -O1 -march=x86-64-v2 -fopenmp -fPIC -shared"},)"
+            R"("cdmpp_device_features":[1,1,1,1,1,1,1,1]})");
         write_file(workloads + "/tiny_b1_1.json",
                    R"({"network":"tiny","batch":1,"input_shape":[1,16],"source":"test",)"
                    R"("tasks":[{"name":"fc","op":"dense","params":{"M":4,"N":8,"K":16},)"
                    R"("epilogue":["bias_add"],"count":2}]})");
     }
     DataOptions options(int per_task) const {
-        DataOptions o = parse_data_options({"measure", "--target", "test.t1", "--per-task", std::to_string(per_task),
-                                            "--data", data, "--scratch", root + "/scratch", "--batch", "2",
+        DataOptions o = parse_data_options({"measure", "--target", "test.t1", "--per-task",
+                                            std::to_string(per_task), "--data", data, "--scratch",
+                                            root + "/scratch", "--batch", "2",
                                             // off the last core, where real measurements run
                                             "--core", "0", "--compile-cores", "0"},
                                            workloads);
@@ -98,7 +101,8 @@ TEST_CASE("Tenset repeats by FLOPs and the retry rule") {
     };
     CountingGuard twice{0, 2};
     int calls = 0;
-    auto guarded = time_program([&] { t += 1e-3 * (1 + calls++ / 8); }, [] {}, clock, 1e8, 5.0, twice);
+    auto guarded =
+        time_program([&] { t += 1e-3 * (1 + calls++ / 8); }, [] {}, clock, 1e8, 5.0, twice);
     CHECK(guarded.tries == 1);
     CHECK(guarded.redone == 2);
     CHECK(twice.waits == 3);
@@ -116,7 +120,8 @@ TEST_CASE("Tenset repeats by FLOPs and the retry rule") {
     CHECK(s.median == doctest::Approx(2.5));
 }
 
-TEST_CASE("record chunks: a cut-off line is dropped, finished lines survive, one writer per shard") {
+TEST_CASE(
+    "record chunks: a cut-off line is dropped, finished lines survive, one writer per shard") {
     const std::string dir = fresh_dir("chunks");
     {
         RecordWriter w(dir, "s1of1", 3, 1e9);
@@ -155,7 +160,8 @@ TEST_CASE("record chunks: a cut-off line is dropped, finished lines survive, one
 }
 
 TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {
-    const loopnest::Task task = task_from_json(json::parse(R"({"op":"dense","params":{"M":4,"N":8,"K":16}})", "t"), "t");
+    const loopnest::Task task =
+        task_from_json(json::parse(R"({"op":"dense","params":{"M":4,"N":8,"K":16}})", "t"), "t");
     const loopnest::ComputeDag dag = loopnest::build_dag(task);
     const auto a = draw_programs(dag, task.key(), 7, 6);
     const auto b = draw_programs(dag, task.key(), 7, 10);
@@ -169,7 +175,8 @@ TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {
     CHECK(sids.size() == a.size());
 }
 
-TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves complete records; rerun resumes") {
+TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves complete records; rerun "
+          "resumes") {
     runner_executable() = ""; // the runner is this process, forked
     TinySetup s("e2e");
     const std::string dir = s.data + "/test.t1";
@@ -191,7 +198,8 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
         ::usleep(10000);
         if (fs::is_directory(dir))
             for (const auto& e : fs::directory_iterator(dir))
-                if (ends_with(e.path().string(), ".jsonl") && fs::file_size(e.path()) > 0) saw = true;
+                if (ends_with(e.path().string(), ".jsonl") && fs::file_size(e.path()) > 0)
+                    saw = true;
     }
     ::kill(pid, SIGKILL);
     int status = 0;
@@ -213,22 +221,25 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
     const int first = lab_measure(s.options(6), log);
     std::vector<json::Value> recs = all_records(dir);
     std::size_t failures = 0;
-    for_each_record(dir, [&](const json::Value&) { ++failures; }, true);
+    for_each_record(
+        dir, [&](const json::Value&) { ++failures; }, true);
     CHECK(recs.size() + failures == 6);
     CHECK(static_cast<std::size_t>(first) == 6 - after_kill);
     CHECK(failures == 0);
     std::set<std::string> sids;
     for (const auto& r : recs) {
         sids.insert(r.find("sid")->as_string());
-        for (const char* k : {"task", "op", "shape", "epilogue", "networks", "weight", "target", "sid", "schedule",
-                              "c_hash", "flops", "sample", "latency_s", "check", "compiler", "run", "measured_at"})
+        for (const char* k :
+             {"task", "op", "shape", "epilogue", "networks", "weight", "target", "sid", "schedule",
+              "c_hash", "flops", "sample", "latency_s", "check", "compiler", "run", "measured_at"})
             CHECK_MESSAGE(r.find(k) != nullptr, k);
         CHECK(r.find("target")->as_string() == "test.t1");
         CHECK(r.find("task")->as_string() == "dense(K=16,M=4,N=8)+bias_add");
         CHECK(r.find("networks")->find("tiny_b1_1")->as_int64() == 2);
         const json::Value& lat = *r.find("latency_s");
         CHECK(lat.find("repeats")->as_int64() >= 3);
-        CHECK(lat.find("costs")->as_array().size() == static_cast<std::size_t>(lat.find("repeats")->as_int64()));
+        CHECK(lat.find("costs")->as_array().size() ==
+              static_cast<std::size_t>(lat.find("repeats")->as_int64()));
         CHECK(lat.find("mean")->as_double() > 0);
         CHECK(lat.find("min")->as_double() <= lat.find("mean")->as_double());
         CHECK(r.find("check")->find("passed")->as_bool());

@@ -75,8 +75,9 @@ TEST_CASE("LayerNorm layer matches the reference kernel in place") {
     auto x = test::random_vector(3 * 164, rng, -3.0f, 3.0f);
     auto g = test::random_vector(164, rng), b = test::random_vector(164, rng);
     auto want = x;
-    kernels::reference::layer_norm(want.data(), 3, 164, 164, g.data(), b.data(), 1e-5f,
-                                   want.data(), 164);
+    kernels::reference::layer_norm(want.data(), 3, 164, 164, g.data(), b.data(), 1e-5f, want.data(),
+                                   164);
     nn::LayerNorm(g.data(), b.data(), 164).forward(x.data(), 164, 3, x.data(), 164);
-    for (std::size_t i = 0; i < x.size(); ++i) CHECK(test::scaled_error(x[i], want[i], 1.0) <= 1e-5);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        CHECK(test::scaled_error(x[i], want[i], 1.0) <= 1e-5);
 }

@@ -24,8 +24,8 @@ std::string features_json(std::size_t leaves, std::size_t width, const char* val
 
 std::string program(const std::string& features, const std::string& leaf_ids,
                     const std::string& tree, const std::string& extra = "") {
-    return "{\"features\":" + features + ",\"leaf_ids\":" + leaf_ids + ",\"tree\":" + tree +
-           extra + "}";
+    return "{\"features\":" + features + ",\"leaf_ids\":" + leaf_ids + ",\"tree\":" + tree + extra +
+           "}";
 }
 
 const AstLimits kLimits{4, 3, false, 0};
@@ -43,8 +43,9 @@ std::string rejection(const std::string& line) {
 
 TEST_CASE("a well-formed program is read, validated and positioned as CDMPP specifies") {
     // The worked example of the spec: leaves 3 and 5 sit at tree indices 3 and 7.
-    const std::string line = program(features_json(2, 4), "[3,5]",
-                                     "[0,1,2,3,-1,-1,4,5,-1,-1,-1,-1]", ",\"id\":\"p1\",\"flops\":12");
+    const std::string line =
+        program(features_json(2, 4), "[3,5]", "[0,1,2,3,-1,-1,4,5,-1,-1,-1,-1]",
+                ",\"id\":\"p1\",\"flops\":12");
     CompactAst ast = parse_compact_ast(line, "in.jsonl:1");
     CHECK(ast.id == "p1");
     CHECK(ast.flops == 12.0);
@@ -56,7 +57,8 @@ TEST_CASE("a well-formed program is read, validated and positioned as CDMPP spec
     CHECK(positions[0] == 3);
     CHECK(positions[1] == 7);
     // A dataset record carries its program under "ast".
-    CompactAst nested = parse_compact_ast("{\"id\":\"r\",\"ast\":" + line.substr(0, line.size()) + "}", "x");
+    CompactAst nested =
+        parse_compact_ast("{\"id\":\"r\",\"ast\":" + line.substr(0, line.size()) + "}", "x");
     CHECK(nested.id == "p1");
 }
 
@@ -67,26 +69,40 @@ TEST_CASE("hostile programs are rejected naming the line and the field") {
         {"{\"features\":[]}", "in.jsonl:7: missing key \"leaf_ids\""},
         {program(f2, "[1,2]", tree, ",\"colour\":1"), "in.jsonl:7: unknown key \"colour\""},
         {program("5", "[1]", tree), "in.jsonl:7.features: expected an array, got a number"},
-        {program("[[1,2,3,4],[1,2]]", "[1,2]", tree), "in.jsonl:7.features[1]: expected 4 elements, got 2"},
-        {program("[[1,2,3,\"x\"]]", "[1]", tree), "in.jsonl:7.features[0][3]: expected a number, got a string"},
-        {program("[[1,2,3,1e39]]", "[1]", tree), "in.jsonl:7.features[0][3]: number 1e+39 out of range of float"},
+        {program("[[1,2,3,4],[1,2]]", "[1,2]", tree),
+         "in.jsonl:7.features[1]: expected 4 elements, got 2"},
+        {program("[[1,2,3,\"x\"]]", "[1]", tree),
+         "in.jsonl:7.features[0][3]: expected a number, got a string"},
+        {program("[[1,2,3,1e39]]", "[1]", tree),
+         "in.jsonl:7.features[0][3]: number 1e+39 out of range of float"},
         {program(f2, "[1.5,2]", tree), "in.jsonl:7.leaf_ids[0]: expected an integer, got 1.5"},
         {program(f2, "[1,99999999999]", tree), "in.jsonl:7.leaf_ids[1]: integer out of range"},
-        {program(features_json(1, 5), "[1]", tree), "in.jsonl:7: field 'features': rows of 5 values, the model takes 4"},
-        {program("[]", "[]", tree), "in.jsonl:7: field 'features': rows of 0 values, the model takes 4"},
-        {program(features_json(4, 4), "[1,2,3,4]", "[0,1,-1,2,-1,3,-1,4,-1,-1]"), "in.jsonl:7: field 'leaf_ids': 4 leaves, the model takes at most 3"},
+        {program(features_json(1, 5), "[1]", tree),
+         "in.jsonl:7: field 'features': rows of 5 values, the model takes 4"},
+        {program("[]", "[]", tree),
+         "in.jsonl:7: field 'features': rows of 0 values, the model takes 4"},
+        {program(features_json(4, 4), "[1,2,3,4]", "[0,1,-1,2,-1,3,-1,4,-1,-1]"),
+         "in.jsonl:7: field 'leaf_ids': 4 leaves, the model takes at most 3"},
         {program(f2, "[1]", tree), "in.jsonl:7: field 'features': 2 rows for 1 leaf_ids"},
         {program(f2, "[1,2]", "[]"), "in.jsonl:7: field 'tree': empty"},
         {program(f2, "[1,2]", "[0,1,-1,2,-1]"), "in.jsonl:7: field 'tree': 1 node(s) never closed"},
-        {program(f2, "[1,2]", "[0,1,-1,-1,-1]"), "in.jsonl:7: field 'tree': -1 at index 4 closes no node"},
-        {program(f2, "[1,2]", "[-1,0,-1]"), "in.jsonl:7: field 'tree': -1 at index 0 closes no node"},
-        {program(f2, "[1,2]", "[0,1,-1,-1,2,-1]"), "in.jsonl:7: field 'tree': more than one root (index 4)"},
-        {program(f2, "[1,2]", "[0,2,-1,1,-1,-1]"), "in.jsonl:7: field 'tree': index 1 holds 2, expected pre-order id 1"},
-        {program(f2, "[1,2]", "[0,1,-1,1,-1,-1]"), "in.jsonl:7: field 'tree': index 3 holds 1, expected pre-order id 2"},
-        {program(f2, "[1,7]", tree), "in.jsonl:7: field 'leaf_ids': id 7 is not a node of the tree"},
-        {program(f2, "[-1,2]", tree), "in.jsonl:7: field 'leaf_ids': id -1 is not a node of the tree"},
+        {program(f2, "[1,2]", "[0,1,-1,-1,-1]"),
+         "in.jsonl:7: field 'tree': -1 at index 4 closes no node"},
+        {program(f2, "[1,2]", "[-1,0,-1]"),
+         "in.jsonl:7: field 'tree': -1 at index 0 closes no node"},
+        {program(f2, "[1,2]", "[0,1,-1,-1,2,-1]"),
+         "in.jsonl:7: field 'tree': more than one root (index 4)"},
+        {program(f2, "[1,2]", "[0,2,-1,1,-1,-1]"),
+         "in.jsonl:7: field 'tree': index 1 holds 2, expected pre-order id 1"},
+        {program(f2, "[1,2]", "[0,1,-1,1,-1,-1]"),
+         "in.jsonl:7: field 'tree': index 3 holds 1, expected pre-order id 2"},
+        {program(f2, "[1,7]", tree),
+         "in.jsonl:7: field 'leaf_ids': id 7 is not a node of the tree"},
+        {program(f2, "[-1,2]", tree),
+         "in.jsonl:7: field 'leaf_ids': id -1 is not a node of the tree"},
         {program(f2, "[2,2]", tree), "in.jsonl:7: field 'leaf_ids': id 2 repeated"},
-        {program(f2, "[1,2]", tree, ",\"device\":[1,2]"), "in.jsonl:7: field 'device': the model takes no device features"},
+        {program(f2, "[1,2]", tree, ",\"device\":[1,2]"),
+         "in.jsonl:7: field 'device': the model takes no device features"},
     };
     for (const auto& [line, message] : cases) {
         INFO(line);
@@ -98,7 +114,8 @@ TEST_CASE("a leaf id that names an inner node is rejected when positions are com
     CompactAst ast = parse_compact_ast(program(features_json(1, 4), "[0]", "[0,1,-1,-1]"), "x");
     validate(ast, kLimits, "x");
     std::size_t p;
-    CHECK_THROWS_WITH_AS(leaf_positions(ast, &p, "x"), "x: field 'leaf_ids': node 0 has children", Error);
+    CHECK_THROWS_WITH_AS(leaf_positions(ast, &p, "x"), "x: field 'leaf_ids': node 0 has children",
+                         Error);
 }
 
 namespace {
@@ -127,8 +144,10 @@ TEST_CASE("a model file that does not match its config is refused naming the ten
                          "m.safetensors: tensor \"encoder.layers.0.linear1.weight\": expected "
                          "shape [31, 24], file has [32, 24]",
                          Error);
-    CHECK_THROWS_WITH_AS(CdmppModel(edited("\"tempo.model\":\"cdmpp\"", "\"tempo.model\":\"cdmpq\"")),
-                         "m.safetensors: tempo.model is \"cdmpq\", not a cdmpp model", Error);
+    CHECK_THROWS_WITH_AS(
+        CdmppModel(edited("\"tempo.model\":\"cdmpp\"", "\"tempo.model\":\"cdmpq\"")),
+        "m.safetensors: tempo.model is \"cdmpq\", not a cdmpp model", Error);
     CHECK_THROWS_WITH_AS(CdmppModel(edited("\\\"heads\\\": 3", "\\\"heads\\\": 5")),
-                         "m.safetensors: tempo.config.heads: 5 heads do not divide d_model 24", Error);
+                         "m.safetensors: tempo.config.heads: 5 heads do not divide d_model 24",
+                         Error);
 }

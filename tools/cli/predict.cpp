@@ -91,7 +91,9 @@ int predict_main(int argc, char** argv) {
     std::optional<CdmppModel> model;
     try {
         model.emplace(CdmppModel::load(positional[0], {verify}));
-        if (verify) std::cerr << "self-test passed (error " << model->selftest_error() << " of tolerance)\n";
+        if (verify)
+            std::cerr << "self-test passed (error " << model->selftest_error()
+                      << " of tolerance)\n";
     } catch (const Error& e) {
         std::cerr << "tempo predict: " << e.what() << "\n";
         return 1;

@@ -20,7 +20,7 @@ inline std::string default_c_flags() {
 using EntryPoint = void (*)(float* const*);
 
 class SharedLibrary {
-  public:
+public:
     explicit SharedLibrary(const std::string& path)
         : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
         if (!handle_) throw Error(path, std::string("dlopen failed: ") + dlerror());
@@ -35,7 +35,7 @@ class SharedLibrary {
         return reinterpret_cast<EntryPoint>(f);
     }
 
-  private:
+private:
     void* handle_;
 };
 

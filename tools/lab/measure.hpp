@@ -49,16 +49,16 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <regex>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,7 +82,9 @@ inline std::string hex64(std::uint64_t v) {
 
 // A program's identity within its task: the hash of its printed loop structure (the
 // canonical string Tenset dedupes by).
-inline std::string program_id(const loopnest::LoweredProgram& p) { return hex64(fnv1a64(loopnest::to_string(p))); }
+inline std::string program_id(const loopnest::LoweredProgram& p) {
+    return hex64(fnv1a64(loopnest::to_string(p)));
+}
 
 // The hash of a program's C function (fixed symbol): a replay check for `emit`/`featurize`.
 inline std::string c_hash(const loopnest::LoweredProgram& p) {
@@ -90,16 +92,20 @@ inline std::string c_hash(const loopnest::LoweredProgram& p) {
 }
 
 inline double now_s() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 inline std::string format_duration(double s) {
     if (!std::isfinite(s) || s < 0) return "?";
     char buf[32];
     const long t = static_cast<long>(s);
-    if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-    else if (t >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-    else std::snprintf(buf, sizeof buf, "%lds", t);
+    if (t >= 3600)
+        std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60)
+        std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%lds", t);
     return buf;
 }
 
@@ -218,7 +224,8 @@ inline void flush_buffer(const void* p, std::size_t bytes) {
 // Inputs and the reference output of a task
 
 // Seeded uniform(-1, 1) inputs in dag.inputs order (the checker's distribution).
-inline std::vector<std::vector<float>> make_inputs(const std::vector<std::int64_t>& sizes, std::uint64_t seed) {
+inline std::vector<std::vector<float>> make_inputs(const std::vector<std::int64_t>& sizes,
+                                                   std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::vector<std::vector<float>> inputs;
@@ -237,15 +244,18 @@ inline std::vector<std::int64_t> input_sizes(const loopnest::ComputeDag& dag) {
 
 // The reference output, cached in `scratch` by task key and seed (the interpreter is slow on
 // large tasks and the output never changes).
-inline std::vector<float> reference_output(const loopnest::ComputeDag& dag, const std::string& task_key,
-                                           std::uint64_t seed, const std::string& scratch) {
+inline std::vector<float> reference_output(const loopnest::ComputeDag& dag,
+                                           const std::string& task_key, std::uint64_t seed,
+                                           const std::string& scratch) {
     namespace fs = std::filesystem;
     const std::size_t n = static_cast<std::size_t>(dag.tensors[dag.output()].elements());
-    const std::string path = scratch + "/ref-" + hex64(fnv1a64(task_key)) + "-" + std::to_string(seed) + ".bin";
+    const std::string path =
+        scratch + "/ref-" + hex64(fnv1a64(task_key)) + "-" + std::to_string(seed) + ".bin";
     std::vector<float> out(n);
     {
         std::ifstream in(path, std::ios::binary);
-        if (in && in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n * 4)) &&
+        if (in &&
+            in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n * 4)) &&
             in.peek() == std::char_traits<char>::eof())
             return out;
     }
@@ -280,7 +290,8 @@ inline void append_line(int fd, const std::string& line, const std::string& path
 }
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The text of a record file: .jsonl.gz through `gzip -dc`, .jsonl as it is. A trailing line
@@ -315,11 +326,14 @@ inline std::vector<std::string> record_files(const std::string& dir) {
 
 // Calls f(record, file) for every record of a target directory (and failures.jsonl when
 // `failures`). Unparseable lines are errors naming file and line.
-inline std::size_t for_each_record(const std::string& dir, const std::function<void(const json::Value&)>& f,
+inline std::size_t for_each_record(const std::string& dir,
+                                   const std::function<void(const json::Value&)>& f,
                                    bool failures = false) {
     std::vector<std::string> files = record_files(dir);
-    if (failures && std::filesystem::exists(dir + "/failures.jsonl")) files = {dir + "/failures.jsonl"};
-    else if (failures) files.clear();
+    if (failures && std::filesystem::exists(dir + "/failures.jsonl"))
+        files = {dir + "/failures.jsonl"};
+    else if (failures)
+        files.clear();
     std::size_t count = 0;
     for (const auto& path : files) {
         const std::string text = read_record_file(path);
@@ -330,7 +344,8 @@ inline std::size_t for_each_record(const std::string& dir, const std::function<v
             pos = nl + 1;
             ++line_no;
             if (line.empty()) continue;
-            const std::string where = std::filesystem::path(path).filename().string() + ":" + std::to_string(line_no);
+            const std::string where =
+                std::filesystem::path(path).filename().string() + ":" + std::to_string(line_no);
             f(json::parse(line, where));
             ++count;
         }
@@ -395,8 +410,10 @@ public:
         ::fdatasync(fd_);
         ::close(fd_);
         fd_ = -1;
-        if (count_ > 0) gzip_file(path_);
-        else std::filesystem::remove(path_);
+        if (count_ > 0)
+            gzip_file(path_);
+        else
+            std::filesystem::remove(path_);
         count_ = 0;
     }
     void close() { rotate(); }
@@ -409,7 +426,8 @@ private:
     void finalize_leftovers() {
         namespace fs = std::filesystem;
         std::set<std::string> names;
-        for (const auto& e : fs::directory_iterator(dir_)) names.insert(e.path().filename().string());
+        for (const auto& e : fs::directory_iterator(dir_))
+            names.insert(e.path().filename().string());
         for (const auto& n : names) {
             if (n.rfind(prefix(), 0) != 0) continue;
             const int index = std::atoi(n.c_str() + prefix().size());
@@ -432,8 +450,10 @@ private:
                           << text.size() - keep << " bytes) left by an interrupted run\n";
                 fs::resize_file(path, keep);
             }
-            if (keep == 0) fs::remove(path);
-            else gzip_file(path);
+            if (keep == 0)
+                fs::remove(path);
+            else
+                gzip_file(path);
         }
     }
 
@@ -484,14 +504,16 @@ struct PlannedTask {
 };
 
 inline const std::vector<std::string>& holdout_networks() {
-    static const std::vector<std::string> n = {"resnet_50", "mobilenet_v2", "resnext_50", "bert_base", "bert_tiny"};
+    static const std::vector<std::string> n = {"resnet_50", "mobilenet_v2", "resnext_50",
+                                               "bert_base", "bert_tiny"};
     return n;
 }
 
 // Tasks of the selected workload files (stems containing one of `files`, all when empty)
 // whose key contains `filter`, in shard i of n (by key hash), ordered: tasks of the `first`
 // networks round-robin over those networks, then the rest round-robin over networks.
-inline std::vector<PlannedTask> plan_tasks(const Workloads& w, const std::vector<std::string>& files,
+inline std::vector<PlannedTask> plan_tasks(const Workloads& w,
+                                           const std::vector<std::string>& files,
                                            const std::string& filter, int shard, int shards,
                                            const std::vector<std::string>& first) {
     std::map<std::string, std::deque<PlannedTask>> by_net;
@@ -501,7 +523,8 @@ inline std::vector<PlannedTask> plan_tasks(const Workloads& w, const std::vector
         p.wt = &wt;
         p.key = wt.task.key();
         if (!filter.empty() && p.key.find(filter) == std::string::npos) continue;
-        if (static_cast<int>(fnv1a64(p.key) % static_cast<std::uint64_t>(shards)) != shard - 1) continue;
+        if (static_cast<int>(fnv1a64(p.key) % static_cast<std::uint64_t>(shards)) != shard - 1)
+            continue;
         bool selected = files.empty();
         for (const auto& [stem, count] : wt.networks) {
             (void)count;
@@ -510,7 +533,8 @@ inline std::vector<PlannedTask> plan_tasks(const Workloads& w, const std::vector
             if (!match) continue;
             selected = true;
             const std::string net = network_of_stem(stem);
-            if (std::find(p.networks.begin(), p.networks.end(), net) == p.networks.end()) p.networks.push_back(net);
+            if (std::find(p.networks.begin(), p.networks.end(), net) == p.networks.end())
+                p.networks.push_back(net);
         }
         if (!selected) continue;
         // The task's queue: the earliest `first` network it belongs to, else its first network.
@@ -548,7 +572,7 @@ struct DrawnProgram {
     loopnest::Schedule schedule;
     loopnest::LoweredProgram program;
     std::string sid;
-    int index = 0;        // position in the task's candidate stream
+    int index = 0;         // position in the task's candidate stream
     bool mutation = false; // a one-step mutation of a kept state (else a fresh random sample)
 };
 
@@ -556,9 +580,9 @@ struct DrawnProgram {
 // chosen kept state when k mod 8 ∈ {2, 5, 7} (37.5%, close to Tenset's 1440 mutated of 4000),
 // else a fresh sample of the init population (random sketch + random fill). Deduplicated by the
 // printed loop structure. Returns the first `n` distinct programs.
-inline std::vector<DrawnProgram> draw_programs(const loopnest::ComputeDag& dag, const std::string& task_key,
-                                               std::uint64_t seed, int n,
-                                               std::vector<std::string>* lowering_errors = nullptr) {
+inline std::vector<DrawnProgram>
+draw_programs(const loopnest::ComputeDag& dag, const std::string& task_key, std::uint64_t seed,
+              int n, std::vector<std::string>* lowering_errors = nullptr) {
     using namespace loopnest;
     ScheduleSpace space(dag);
     std::mt19937_64 rng(fnv1a64(task_key) ^ (seed * 0x9E3779B97F4A7C15ull));
@@ -618,8 +642,8 @@ struct BuildResult {
 // `compiler`: the command and its flags, e.g. "gcc -O3 …". The build timeout is a CPU-time
 // limit per compiler process (ulimit -t), so a loaded machine does not turn slow builds into
 // timeouts; a wall-clock limit of 4× that (+30 s) guards against anything else.
-inline BuildResult compile_c(const std::string& source, const std::string& stem, const std::string& compiler,
-                             double timeout_s) {
+inline BuildResult compile_c(const std::string& source, const std::string& stem,
+                             const std::string& compiler, double timeout_s) {
     BuildResult r;
     {
         std::ofstream out(stem + ".c");
@@ -627,8 +651,9 @@ inline BuildResult compile_c(const std::string& source, const std::string& stem,
         if (!out) throw Error(stem + ".c", "cannot write generated source");
     }
     const long cpu = std::max(1L, static_cast<long>(std::ceil(timeout_s)));
-    const std::string cmd = "( ulimit -t " + std::to_string(cpu) + "; exec timeout -k 5 " + std::to_string(4 * cpu + 30) +
-                            " " + compiler + " -o '" + stem + ".so' '" + stem + ".c' -lm ) > '" + stem + ".log' 2>&1";
+    const std::string cmd = "( ulimit -t " + std::to_string(cpu) + "; exec timeout -k 5 " +
+                            std::to_string(4 * cpu + 30) + " " + compiler + " -o '" + stem +
+                            ".so' '" + stem + ".c' -lm ) > '" + stem + ".log' 2>&1";
     const double t0 = now_s();
     const int status = std::system(cmd.c_str());
     r.seconds = now_s() - t0;
@@ -636,7 +661,8 @@ inline BuildResult compile_c(const std::string& source, const std::string& stem,
     r.ok = code == 0;
     if (!r.ok) {
         r.log = read_text(stem + ".log").substr(0, 2000);
-        r.timed_out = code == 124 || code == 137 || r.log.find("CPU time limit") != std::string::npos ||
+        r.timed_out = code == 124 || code == 137 ||
+                      r.log.find("CPU time limit") != std::string::npos ||
                       r.log.find("Killed signal") != std::string::npos;
     }
     return r;
@@ -667,11 +693,19 @@ inline json::Value runner_spec_json(const RunnerSpec& s) {
     for (const auto& x : s.sos) sos.emplace_back(x);
     for (auto x : s.input_sizes) sizes.emplace_back(x);
     for (auto x : s.cores) cores.emplace_back(x);
-    return json::Value::Object{{"sos", sos},           {"symbols", sym},   {"input_sizes", sizes},
-                               {"output_size", s.output_size}, {"seed", s.seed}, {"expected", s.expected},
-                               {"tolerance", s.tolerance},     {"flops", s.flops}, {"budget_s", s.budget_s},
-                               {"cores", cores},               {"start", static_cast<std::int64_t>(s.start)},
-                               {"quiet_max_busy", s.quiet_max_busy}, {"quiet_wait_s", s.quiet_wait_s}};
+    return json::Value::Object{{"sos", sos},
+                               {"symbols", sym},
+                               {"input_sizes", sizes},
+                               {"output_size", s.output_size},
+                               {"seed", s.seed},
+                               {"expected", s.expected},
+                               {"tolerance", s.tolerance},
+                               {"flops", s.flops},
+                               {"budget_s", s.budget_s},
+                               {"cores", cores},
+                               {"start", static_cast<std::int64_t>(s.start)},
+                               {"quiet_max_busy", s.quiet_max_busy},
+                               {"quiet_wait_s", s.quiet_wait_s}};
 }
 
 inline RunnerSpec runner_spec_from_json(const json::Value& v) {
@@ -685,7 +719,8 @@ inline RunnerSpec runner_spec_from_json(const json::Value& v) {
     s.tolerance = v.find("tolerance")->as_double();
     s.flops = v.find("flops")->as_double();
     s.budget_s = v.find("budget_s")->as_double();
-    for (const auto& x : v.find("cores")->as_array()) s.cores.push_back(static_cast<int>(x.as_int64()));
+    for (const auto& x : v.find("cores")->as_array())
+        s.cores.push_back(static_cast<int>(x.as_int64()));
     s.start = static_cast<std::size_t>(v.find("start")->as_int64());
     s.quiet_max_busy = v.find("quiet_max_busy")->as_double();
     s.quiet_wait_s = v.find("quiet_wait_s")->as_double();
@@ -704,7 +739,9 @@ inline std::vector<std::pair<double, double>> cpu_jiffies() {
     std::istringstream in(read_text("/proc/stat"));
     std::string line;
     while (std::getline(in, line)) {
-        if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+        if (line.rfind("cpu", 0) != 0 || line.size() < 4 ||
+            !std::isdigit(static_cast<unsigned char>(line[3])))
+            continue;
         std::istringstream f(line.substr(line.find(' ')));
         double v[10] = {0};
         for (double& x : v) f >> x;
@@ -717,7 +754,8 @@ inline std::vector<std::pair<double, double>> cpu_jiffies() {
 // Busy fraction of the CPUs outside `cores` between two cpu_jiffies() readings (on this
 // machine the two vCPUs are SMT siblings: their load slows the measuring core).
 inline double others_busy(const std::vector<std::pair<double, double>>& a,
-                          const std::vector<std::pair<double, double>>& b, const std::vector<int>& cores) {
+                          const std::vector<std::pair<double, double>>& b,
+                          const std::vector<int>& cores) {
     double busy = 0, total = 0;
     for (std::size_t c = 0; c < std::min(a.size(), b.size()); ++c) {
         if (std::find(cores.begin(), cores.end(), static_cast<int>(c)) != cores.end()) continue;
@@ -734,7 +772,8 @@ inline double others_busy(const std::vector<std::pair<double, double>>& a,
 // it. /proc/stat counts in 10 ms ticks, so a short try reads as 0 or 1 (busy): strict.
 class QuietGuard {
 public:
-    QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s, std::function<void()> still_waiting)
+    QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s,
+               std::function<void()> still_waiting)
         : cores_(std::move(cores)), max_busy_(max_busy), max_wait_s_(max_wait_s),
           still_waiting_(std::move(still_waiting)) {}
 
@@ -779,7 +818,8 @@ inline int run_batch_main(const std::string& spec_path) {
     std::vector<float> expected(static_cast<std::size_t>(spec.output_size));
     {
         std::ifstream in(spec.expected, std::ios::binary);
-        if (!in.read(reinterpret_cast<char*>(expected.data()), static_cast<std::streamsize>(expected.size() * 4)))
+        if (!in.read(reinterpret_cast<char*>(expected.data()),
+                     static_cast<std::streamsize>(expected.size() * 4)))
             throw Error(spec.expected, "cannot read the reference output");
     }
     std::vector<AlignedBuffer<float>> buffers;
@@ -797,7 +837,8 @@ inline int run_batch_main(const std::string& spec_path) {
     using Entry = void (*)(float* const*);
     auto clock = [] { return now_s(); };
     auto flush = [&] { // every buffer but the first input
-        for (std::size_t i = 1; i < buffers.size(); ++i) flush_buffer(buffers[i].data(), buffers[i].size() * 4);
+        for (std::size_t i = 1; i < buffers.size(); ++i)
+            flush_buffer(buffers[i].data(), buffers[i].size() * 4);
     };
     for (std::size_t i = spec.start; i < spec.symbols.size(); ++i) {
         const std::int64_t idx = static_cast<std::int64_t>(i);
@@ -805,8 +846,10 @@ inline int run_batch_main(const std::string& spec_path) {
         if (!h) h = dlopen(spec.sos[i].c_str(), RTLD_NOW | RTLD_LOCAL);
         auto f = h ? reinterpret_cast<Entry>(dlsym(h, spec.symbols[i].c_str())) : nullptr;
         if (!f) {
-            emit_event(json::Value::Object{{"i", idx}, {"event", "error"},
-                                           {"message", h ? "symbol not found" : std::string("dlopen failed: ") + dlerror()}});
+            emit_event(json::Value::Object{
+                {"i", idx},
+                {"event", "error"},
+                {"message", h ? "symbol not found" : std::string("dlopen failed: ") + dlerror()}});
             continue;
         }
         emit_event(json::Value::Object{{"i", idx}, {"event", "start"}});
@@ -825,13 +868,16 @@ inline int run_batch_main(const std::string& spec_path) {
             if (!(err <= max_err)) max_err = err;
             if (bad && ok) {
                 ok = false;
-                message = "element " + std::to_string(k) + ": got " + std::to_string(out[k]) + ", expected " +
-                          std::to_string(expected[k]);
+                message = "element " + std::to_string(k) + ": got " + std::to_string(out[k]) +
+                          ", expected " + std::to_string(expected[k]);
             }
         }
-        emit_event(json::Value::Object{{"i", idx}, {"event", "checked"}, {"passed", ok},
+        emit_event(json::Value::Object{{"i", idx},
+                                       {"event", "checked"},
+                                       {"passed", ok},
                                        {"max_abs_error", std::isfinite(max_err) ? max_err : 1e308},
-                                       {"message", message}, {"call_s", call_s}});
+                                       {"message", message},
+                                       {"call_s", call_s}});
         if (!ok) continue;
         const int repeats = std::max(kMinRepeats, tenset_repeats(spec.flops));
         if (call_s * repeats > spec.budget_s) {
@@ -841,9 +887,11 @@ inline int run_batch_main(const std::string& spec_path) {
         json::Value::Object timed{{"i", idx}, {"event", "timed"}};
         TimingResult r;
         if (spec.quiet_max_busy >= 0) {
-            QuietGuard guard(spec.cores, spec.quiet_max_busy, spec.quiet_wait_s,
-                             [&] { emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}}); });
-            r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s, guard);
+            QuietGuard guard(spec.cores, spec.quiet_max_busy, spec.quiet_wait_s, [&] {
+                emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}});
+            });
+            r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s,
+                             guard);
             timed.push_back({"others_busy", guard.last_busy()});
             timed.push_back({"waited_s", guard.waited_s()});
         } else {
@@ -874,13 +922,20 @@ struct ProgramResult {
 
 inline const char* kind_name(ProgramResult::Kind k) {
     switch (k) {
-    case ProgramResult::Kind::Timed: return "timed";
-    case ProgramResult::Kind::CheckFailed: return "check";
-    case ProgramResult::Kind::Timeout: return "timeout";
-    case ProgramResult::Kind::Crash: return "crash";
-    case ProgramResult::Kind::Build: return "build";
-    case ProgramResult::Kind::Error: return "error";
-    default: return "none";
+    case ProgramResult::Kind::Timed:
+        return "timed";
+    case ProgramResult::Kind::CheckFailed:
+        return "check";
+    case ProgramResult::Kind::Timeout:
+        return "timeout";
+    case ProgramResult::Kind::Crash:
+        return "crash";
+    case ProgramResult::Kind::Build:
+        return "build";
+    case ProgramResult::Kind::Error:
+        return "error";
+    default:
+        return "none";
     }
 }
 
@@ -929,7 +984,8 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                 std::fflush(stdout);
                 _exit(rc);
             }
-            execl(self.c_str(), "tempo", "lab", "run-batch", spec_path.c_str(), static_cast<char*>(nullptr));
+            execl(self.c_str(), "tempo", "lab", "run-batch", spec_path.c_str(),
+                  static_cast<char*>(nullptr));
             _exit(127);
         }
         ::close(pipefd[1]);
@@ -957,7 +1013,8 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                 if (n <= 0) break; // child exited
                 buf.append(tmp, static_cast<std::size_t>(n));
                 for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n')) {
-                    const json::Value ev = json::parse(std::string_view(buf.data(), nl), "run-batch");
+                    const json::Value ev =
+                        json::parse(std::string_view(buf.data(), nl), "run-batch");
                     buf.erase(0, nl + 1);
                     const std::size_t i = static_cast<std::size_t>(ev.find("i")->as_int64());
                     const std::string& e = ev.find("event")->as_string();
@@ -978,19 +1035,22 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         }
                         // Worst case of the timing: 4 tries within the budget each, plus flushes
                         // (and as many redone tries when the quiet guard is on).
-                        deadline = now_s() + (spec.quiet_max_busy >= 0 ? 14 : 6) * spec.budget_s + 30;
+                        deadline =
+                            now_s() + (spec.quiet_max_busy >= 0 ? 14 : 6) * spec.budget_s + 30;
                     } else if (e == "waiting") { // the quiet guard waits: not a hang
                         deadline = std::max(deadline, now_s() + 14 * spec.budget_s + 30);
                     } else if (e == "timeout") {
                         cur.kind = ProgramResult::Kind::Timeout;
                         cur.call_s = ev.find("call_s")->as_double();
-                        cur.message = "one call took " + std::to_string(cur.call_s) + " s: repeats exceed the run budget";
+                        cur.message = "one call took " + std::to_string(cur.call_s) +
+                                      " s: repeats exceed the run budget";
                         done(i, cur);
                         current.reset();
                         spec.start = i + 1;
                     } else if (e == "timed") {
                         cur.kind = ProgramResult::Kind::Timed;
-                        for (const auto& c : ev.find("costs")->as_array()) cur.costs.push_back(c.as_double());
+                        for (const auto& c : ev.find("costs")->as_array())
+                            cur.costs.push_back(c.as_double());
                         cur.tries = static_cast<int>(ev.find("tries")->as_int64());
                         cur.others_busy = ev.find("others_busy")->as_double();
                         cur.redone = static_cast<int>(ev.find("redone")->as_int64());
@@ -1022,11 +1082,13 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
         ProgramResult r = cur;
         if (killed) {
             r.kind = ProgramResult::Kind::Timeout;
-            r.message = "killed by the run timeout (" + std::to_string(spec.budget_s) + " s budget)";
+            r.message =
+                "killed by the run timeout (" + std::to_string(spec.budget_s) + " s budget)";
         } else {
             r.kind = ProgramResult::Kind::Crash;
-            r.message = WIFSIGNALED(status) ? "child killed by signal " + std::to_string(WTERMSIG(status))
-                                            : "child exited with status " + std::to_string(WEXITSTATUS(status));
+            r.message = WIFSIGNALED(status)
+                            ? "child killed by signal " + std::to_string(WTERMSIG(status))
+                            : "child exited with status " + std::to_string(WEXITSTATUS(status));
         }
         done(i, r);
         spec.start = i + 1;
@@ -1054,7 +1116,8 @@ inline TargetInfo load_target(const std::string& data_dir, const std::string& id
     t.threads = static_cast<int>(v.find("threads")->as_int64(path + ".threads"));
     t.cc = v.find("compiler")->find("cc")->as_string();
     t.flags = v.find("compiler")->find("flags")->as_string();
-    for (const auto& d : v.find("cdmpp_device_features")->as_array()) t.device.push_back(d.as_double());
+    for (const auto& d : v.find("cdmpp_device_features")->as_array())
+        t.device.push_back(d.as_double());
     return t;
 }
 
@@ -1084,13 +1147,16 @@ struct CompiledBatch {
     std::vector<std::string> files; // to remove when done
 };
 
-inline std::string stage_path_safe(const std::string& s) { return loopnest::c_identifier(s); }
+inline std::string stage_path_safe(const std::string& s) {
+    return loopnest::c_identifier(s);
+}
 
 // Emits and compiles one batch, one shared object per program (so each has its own build
 // timeout, Tenset's 15 s), `jobs` gcc processes at a time, prefixed by `gcc_prefix`.
-inline CompiledBatch compile_batch(std::shared_ptr<TaskContext> task, std::vector<DrawnProgram> drawn,
-                                   const std::string& flags, double build_timeout_per_program,
-                                   const std::string& stem, int jobs = 1, const std::string& gcc_prefix = "",
+inline CompiledBatch compile_batch(std::shared_ptr<TaskContext> task,
+                                   std::vector<DrawnProgram> drawn, const std::string& flags,
+                                   double build_timeout_per_program, const std::string& stem,
+                                   int jobs = 1, const std::string& gcc_prefix = "",
                                    loopnest::CodegenOptions codegen = {}) {
     CompiledBatch b;
     b.task = std::move(task);
@@ -1105,28 +1171,34 @@ inline CompiledBatch compile_batch(std::shared_ptr<TaskContext> task, std::vecto
     b.so_of.assign(n, "");
     b.build_error.assign(n, "");
     for (std::size_t i = 0; i < n; ++i)
-        for (const char* ext : {".c", ".log", ".so"}) b.files.push_back(stem + "_" + std::to_string(i) + ext);
+        for (const char* ext : {".c", ".log", ".so"})
+            b.files.push_back(stem + "_" + std::to_string(i) + ext);
     b.files.push_back(stem + ".spec.json");
     std::atomic<std::size_t> next{0};
     const double t0 = now_s();
     auto worker = [&] {
         for (std::size_t i = next++; i < n; i = next++) {
             const std::string s = stem + "_" + std::to_string(i);
-            const std::string src = loopnest::emit_c({{b.programs[i].symbol, &b.programs[i].drawn.program}}, codegen);
-            const BuildResult r = compile_c(src, s, gcc_prefix + "gcc " + flags, build_timeout_per_program);
-            if (r.ok) b.so_of[i] = s + ".so";
-            else b.build_error[i] = r.timed_out ? "build timeout" : "gcc failed: " + r.log;
+            const std::string src =
+                loopnest::emit_c({{b.programs[i].symbol, &b.programs[i].drawn.program}}, codegen);
+            const BuildResult r =
+                compile_c(src, s, gcc_prefix + "gcc " + flags, build_timeout_per_program);
+            if (r.ok)
+                b.so_of[i] = s + ".so";
+            else
+                b.build_error[i] = r.timed_out ? "build timeout" : "gcc failed: " + r.log;
         }
     };
     std::vector<std::thread> threads;
-    for (int j = 0; j < std::max(1, std::min(jobs, static_cast<int>(n))); ++j) threads.emplace_back(worker);
+    for (int j = 0; j < std::max(1, std::min(jobs, static_cast<int>(n))); ++j)
+        threads.emplace_back(worker);
     for (auto& t : threads) t.join();
     b.build_s = now_s() - t0;
     return b;
 }
 
-inline json::Value base_record(const TaskContext& t, const BatchProgram& p, const TargetInfo& target,
-                               std::uint64_t draw_seed) {
+inline json::Value base_record(const TaskContext& t, const BatchProgram& p,
+                               const TargetInfo& target, std::uint64_t draw_seed) {
     json::Value::Object networks;
     for (const auto& [k, v] : t.wt->networks) networks.push_back({k, v});
     json::Value::Array epilogue;
@@ -1140,10 +1212,12 @@ inline json::Value base_record(const TaskContext& t, const BatchProgram& p, cons
         {"weight", t.wt->task.weight},
         {"target", target.id},
         {"sid", p.drawn.sid},
-        {"schedule", loopnest::schedule_to_json(p.drawn.schedule, loopnest::scheduled_dag(t.dag, p.drawn.schedule))},
+        {"schedule", loopnest::schedule_to_json(p.drawn.schedule,
+                                                loopnest::scheduled_dag(t.dag, p.drawn.schedule))},
         {"c_hash", p.chash},
         {"flops", t.flops},
-        {"sample", json::Value::Object{{"seed", draw_seed}, {"index", p.drawn.index},
+        {"sample", json::Value::Object{{"seed", draw_seed},
+                                       {"index", p.drawn.index},
                                        {"origin", p.drawn.mutation ? "mutation" : "init"}}}};
 }
 

@@ -40,15 +40,17 @@ inline constexpr const char* kDataUsage =
     "  --quiet-wait S: longest wait before one try (default 900 s), then time anyway\n";
 
 inline bool is_data_command(const std::string& c) {
-    return c == "target" || c == "measure" || c == "stats" || c == "remeasure" || c == "featurize" ||
-           c == "run-batch";
+    return c == "target" || c == "measure" || c == "stats" || c == "remeasure" ||
+           c == "featurize" || c == "run-batch";
 }
 
 struct DataOptions {
-    std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch, out;
+    std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch,
+                         out;
     std::vector<std::string> files, targets, first = holdout_networks();
     std::vector<int> compile_cores;
-    int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200, max_tasks = 0;
+    int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200,
+        max_tasks = 0;
     std::uint64_t seed = 1, input_seed = 1;
     double limit_s = 0, run_timeout = 5, build_timeout = 15, rotate_s = 600;
     double quiet = 0.1, quiet_wait_s = 900, max_busy = -1; // quiet < 0: off; max_busy < 0: any
@@ -57,61 +59,93 @@ struct DataOptions {
     std::vector<std::string> positional;
 };
 
-inline DataOptions parse_data_options(const std::vector<std::string>& args, const std::string& workloads) {
+inline DataOptions parse_data_options(const std::vector<std::string>& args,
+                                      const std::string& workloads) {
     DataOptions o;
     o.workloads = workloads;
     o.command = args.at(0);
     for (std::size_t i = 1; i < args.size(); ++i) {
         auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw Error("tempo lab " + o.command, args[i] + " needs a value");
+            if (i + 1 >= args.size())
+                throw Error("tempo lab " + o.command, args[i] + " needs a value");
             return args[++i];
         };
         const std::string& a = args[i];
-        if (a == "--data") o.data = value();
-        else if (a == "--workloads") o.workloads = value();
+        if (a == "--data")
+            o.data = value();
+        else if (a == "--workloads")
+            o.workloads = value();
         else if (a == "--target") {
             o.target = value();
             o.targets.push_back(o.target);
-        } else if (a == "--isa") o.isa = value();
-        else if (a == "--threads") o.threads = std::stoi(value());
-        else if (a == "--core") o.core = std::stoi(value());
-        else if (a == "--id") o.id = value();
-        else if (a == "--tasks") o.tasks_filter = value();
-        else if (a == "--files") o.files = split(value(), ',');
-        else if (a == "--first") o.first = split(value(), ',');
-        else if (a == "--per-task") o.per_task = std::stoi(value());
+        } else if (a == "--isa")
+            o.isa = value();
+        else if (a == "--threads")
+            o.threads = std::stoi(value());
+        else if (a == "--core")
+            o.core = std::stoi(value());
+        else if (a == "--id")
+            o.id = value();
+        else if (a == "--tasks")
+            o.tasks_filter = value();
+        else if (a == "--files")
+            o.files = split(value(), ',');
+        else if (a == "--first")
+            o.first = split(value(), ',');
+        else if (a == "--per-task")
+            o.per_task = std::stoi(value());
         else if (a == "--shard") {
             const std::string& s = value();
             const auto slash = s.find('/');
             if (slash == std::string::npos) throw Error("--shard", "expected i/n, got '" + s + "'");
             o.shard = std::stoi(s.substr(0, slash));
             o.shards = std::stoi(s.substr(slash + 1));
-            if (o.shards < 1 || o.shard < 1 || o.shard > o.shards) throw Error("--shard", "expected 1 ≤ i ≤ n");
-        } else if (a == "--seed") o.seed = std::stoull(value());
-        else if (a == "--limit-s") o.limit_s = std::stod(value());
-        else if (a == "--max-tasks") o.max_tasks = std::stoi(value());
-        else if (a == "--batch") o.batch = std::max(1, std::stoi(value()));
-        else if (a == "--run-timeout") o.run_timeout = std::stod(value());
-        else if (a == "--build-timeout") o.build_timeout = std::stod(value());
-        else if (a == "--rotate-records") o.rotate_records = std::stoul(value());
-        else if (a == "--rotate-s") o.rotate_s = std::stod(value());
-        else if (a == "--scratch") o.scratch = value();
-        else if (a == "-n") o.n = std::stoi(value());
-        else if (a == "-o") o.out = value();
-        else if (a == "--with-latency") o.with_latency = true;
-        else if (a == "--pipeline") o.pipeline = true;
+            if (o.shards < 1 || o.shard < 1 || o.shard > o.shards)
+                throw Error("--shard", "expected 1 ≤ i ≤ n");
+        } else if (a == "--seed")
+            o.seed = std::stoull(value());
+        else if (a == "--limit-s")
+            o.limit_s = std::stod(value());
+        else if (a == "--max-tasks")
+            o.max_tasks = std::stoi(value());
+        else if (a == "--batch")
+            o.batch = std::max(1, std::stoi(value()));
+        else if (a == "--run-timeout")
+            o.run_timeout = std::stod(value());
+        else if (a == "--build-timeout")
+            o.build_timeout = std::stod(value());
+        else if (a == "--rotate-records")
+            o.rotate_records = std::stoul(value());
+        else if (a == "--rotate-s")
+            o.rotate_s = std::stod(value());
+        else if (a == "--scratch")
+            o.scratch = value();
+        else if (a == "-n")
+            o.n = std::stoi(value());
+        else if (a == "-o")
+            o.out = value();
+        else if (a == "--with-latency")
+            o.with_latency = true;
+        else if (a == "--pipeline")
+            o.pipeline = true;
         else if (a == "--quiet") {
             const std::string& v = value();
             o.quiet = v == "off" ? -1 : std::stod(v);
-        } else if (a == "--quiet-wait") o.quiet_wait_s = std::stod(value());
-        else if (a == "--max-busy") o.max_busy = std::stod(value());
+        } else if (a == "--quiet-wait")
+            o.quiet_wait_s = std::stod(value());
+        else if (a == "--max-busy")
+            o.max_busy = std::stod(value());
         else if (a == "--compile-cores")
             for (const auto& c : split(value(), ',')) o.compile_cores.push_back(std::stoi(c));
-        else if (!a.empty() && a[0] != '-') o.positional.push_back(a);
-        else throw Error("tempo lab " + o.command, "unknown option '" + a + "'");
+        else if (!a.empty() && a[0] != '-')
+            o.positional.push_back(a);
+        else
+            throw Error("tempo lab " + o.command, "unknown option '" + a + "'");
     }
     if (o.scratch.empty())
-        o.scratch = (std::filesystem::temp_directory_path() / ("tempo-lab-" + std::to_string(getuid()))).string();
+        o.scratch =
+            (std::filesystem::temp_directory_path() / ("tempo-lab-" + std::to_string(getuid())))
+                .string();
     return o;
 }
 
@@ -119,7 +153,8 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args, cons
 // tries it had redone.
 inline json::Value quiet_json(const DataOptions& o, const ProgramResult& r) {
     if (o.quiet < 0) return json::Value::Object{{"max_busy", nullptr}};
-    return json::Value::Object{{"max_busy", o.quiet}, {"waited_s", r.waited_s}, {"redone", r.redone}};
+    return json::Value::Object{
+        {"max_busy", o.quiet}, {"waited_s", r.waited_s}, {"redone", r.redone}};
 }
 
 // ------------------------------------------------------------------------------------------
@@ -129,13 +164,16 @@ inline int lab_target(const DataOptions& o) {
     const IsaLevel isa = isa_level(o.isa);
     const CpuProbe p = probe_cpu();
     if (!isa_supported(p, isa))
-        throw Error("tempo lab target", "this CPU (" + p.model_name + ") cannot run -march=" + isa.march);
-    if (o.threads < 1 || o.threads > p.cpus) throw Error("--threads", "between 1 and " + std::to_string(p.cpus));
+        throw Error("tempo lab target",
+                    "this CPU (" + p.model_name + ") cannot run -march=" + isa.march);
+    if (o.threads < 1 || o.threads > p.cpus)
+        throw Error("--threads", "between 1 and " + std::to_string(p.cpus));
     const std::vector<int> cores = target_cores(o.threads, o.core, p.cpus);
     pin_to_cores(cores);
     const std::string id = o.id.empty() ? target_id(p, isa, o.threads) : o.id;
-    std::cerr << "tempo lab target: " << id << " (" << p.model_name << ", family " << p.family << " model "
-              << p.model << ", -march=" << isa.march << ", " << o.threads << " thread(s) on core(s)";
+    std::cerr << "tempo lab target: " << id << " (" << p.model_name << ", family " << p.family
+              << " model " << p.model << ", -march=" << isa.march << ", " << o.threads
+              << " thread(s) on core(s)";
     for (int c : cores) std::cerr << " " << c;
     std::cerr << ")\n";
     double llc = p.cache_kb(3, "Unified");
@@ -149,8 +187,8 @@ inline int lab_target(const DataOptions& o) {
         out << json::dump(v) << "\n";
         if (!out) throw Error(path, "cannot write");
     }
-    std::fprintf(stderr, "  peak FP32 %.1f GFLOP/s, memory bandwidth %.2f GB/s -> %s\n", m.peak_flops / 1e9,
-                 m.bandwidth / 1e9, path.c_str());
+    std::fprintf(stderr, "  peak FP32 %.1f GFLOP/s, memory bandwidth %.2f GB/s -> %s\n",
+                 m.peak_flops / 1e9, m.bandwidth / 1e9, path.c_str());
     std::cout << json::dump(v) << "\n";
     return 0;
 }
@@ -175,11 +213,15 @@ struct Progress {
         std::string bar(static_cast<std::size_t>(frac * width), '#');
         bar.resize(width, '.');
         char line[512];
-        std::snprintf(line, sizeof line, "[%s] %zu/%zu programs (%zu timed, %zu failed) %.2f/s ETA %s  task %zu/%zu %.60s",
-                      bar.c_str(), done, total, timed, failed, rate, format_duration(eta).c_str(), tasks_done,
-                      tasks_total, task.c_str());
-        if (tty) std::fprintf(stderr, "\r%s\033[K", line);
-        else std::fprintf(stderr, "%s %s\n", iso_time_utc().c_str(), line);
+        std::snprintf(
+            line, sizeof line,
+            "[%s] %zu/%zu programs (%zu timed, %zu failed) %.2f/s ETA %s  task %zu/%zu %.60s",
+            bar.c_str(), done, total, timed, failed, rate, format_duration(eta).c_str(), tasks_done,
+            tasks_total, task.c_str());
+        if (tty)
+            std::fprintf(stderr, "\r%s\033[K", line);
+        else
+            std::fprintf(stderr, "%s %s\n", iso_time_utc().c_str(), line);
         std::fflush(stderr);
     }
 };
@@ -219,9 +261,13 @@ private:
     std::condition_variable cv_;
 };
 
-inline void on_stop_signal(int) { stop_requested().store(true); }
+inline void on_stop_signal(int) {
+    stop_requested().store(true);
+}
 
-inline std::string record_key(const std::string& task, const std::string& sid) { return task + "|" + sid; }
+inline std::string record_key(const std::string& task, const std::string& sid) {
+    return task + "|" + sid;
+}
 
 inline std::string schedule_text(const json::Value& record) {
     const json::Value* s = record.find("schedule");
@@ -263,14 +309,16 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     }
     const std::string dir = o.data + "/" + target.id;
     fs::create_directories(dir);
-    const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) + "of" +
-                                std::to_string(o.shards) + "-" + std::to_string(getpid());
+    const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) +
+                                "of" + std::to_string(o.shards) + "-" + std::to_string(getpid());
     fs::create_directories(scratch);
     const std::string ref_cache = o.scratch + "/references";
 
     const Workloads w = load_workloads(o.workloads);
-    std::vector<PlannedTask> plan = plan_tasks(w, o.files, o.tasks_filter, o.shard, o.shards, o.first);
-    if (o.max_tasks > 0 && static_cast<int>(plan.size()) > o.max_tasks) plan.resize(static_cast<std::size_t>(o.max_tasks));
+    std::vector<PlannedTask> plan =
+        plan_tasks(w, o.files, o.tasks_filter, o.shard, o.shards, o.first);
+    if (o.max_tasks > 0 && static_cast<int>(plan.size()) > o.max_tasks)
+        plan.resize(static_cast<std::size_t>(o.max_tasks));
 
     std::set<std::string> done;
     std::map<std::string, int> done_per_task;
@@ -283,15 +331,18 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
 
     Progress progress;
     progress.tasks_total = plan.size();
-    for (const auto& t : plan) progress.total += static_cast<std::size_t>(std::max(0, o.per_task - done_per_task[t.key]));
-    log << "tempo lab measure: target " << target.id << " (-march=" << target.march << ", " << target.threads
-        << " thread(s) on core(s)";
+    for (const auto& t : plan)
+        progress.total += static_cast<std::size_t>(std::max(0, o.per_task - done_per_task[t.key]));
+    log << "tempo lab measure: target " << target.id << " (-march=" << target.march << ", "
+        << target.threads << " thread(s) on core(s)";
     for (int c : cores) log << " " << c;
-    log << "), " << plan.size() << " tasks in shard " << o.shard << "/" << o.shards << ", " << o.per_task
-        << " programs per task; " << existing << " records and " << existing_failures
-        << " failures already in " << dir << "; up to " << progress.total << " programs to measure\n";
+    log << "), " << plan.size() << " tasks in shard " << o.shard << "/" << o.shards << ", "
+        << o.per_task << " programs per task; " << existing << " records and " << existing_failures
+        << " failures already in " << dir << "; up to " << progress.total
+        << " programs to measure\n";
 
-    RecordWriter writer(dir, "s" + std::to_string(o.shard) + "of" + std::to_string(o.shards), o.rotate_records, o.rotate_s);
+    RecordWriter writer(dir, "s" + std::to_string(o.shard) + "of" + std::to_string(o.shards),
+                        o.rotate_records, o.rotate_s);
     FailureLog failures(dir + "/failures.jsonl");
     stop_requested().store(false);
     struct sigaction sa {};
@@ -299,7 +350,9 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     sigemptyset(&sa.sa_mask);
     for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
     const double t_start = now_s();
-    auto time_up = [&] { return stop_requested().load() || (o.limit_s > 0 && now_s() - t_start > o.limit_s); };
+    auto time_up = [&] {
+        return stop_requested().load() || (o.limit_s > 0 && now_s() - t_start > o.limit_s);
+    };
     const std::string flags = target.flags;
 
     // Producer: sampling, reference outputs, C code and gcc, one batch ahead.
@@ -326,10 +379,13 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             }
             for (const auto& e : lowering_errors) {
                 std::lock_guard<std::mutex> l(log_mutex);
-                log << "\ntempo lab measure: LOWERING ERROR in task " << pt.key << ": " << e << "\n";
-                failures.append(json::Value::Object{{"task", pt.key}, {"target", target.id},
-                                                    {"error", json::Value::Object{{"kind", "lower"}, {"message", e}}},
-                                                    {"measured_at", iso_time_utc()}});
+                log << "\ntempo lab measure: LOWERING ERROR in task " << pt.key << ": " << e
+                    << "\n";
+                failures.append(json::Value::Object{
+                    {"task", pt.key},
+                    {"target", target.id},
+                    {"error", json::Value::Object{{"kind", "lower"}, {"message", e}}},
+                    {"measured_at", iso_time_utc()}});
             }
             std::vector<DrawnProgram> todo;
             for (auto& d : drawn)
@@ -340,16 +396,23 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                 reference_output(task->dag, pt.key, task->input_seed, ref_cache);
             } catch (const Error& e) {
                 std::lock_guard<std::mutex> l(log_mutex);
-                log << "\ntempo lab measure: reference of " << pt.key << " failed: " << e.what() << " (skipped)\n";
+                log << "\ntempo lab measure: reference of " << pt.key << " failed: " << e.what()
+                    << " (skipped)\n";
                 continue;
             }
-            task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(pt.key)) + "-" + std::to_string(task->input_seed) + ".bin";
-            for (std::size_t lo = 0; lo < todo.size() && !time_up(); lo += static_cast<std::size_t>(o.batch)) {
-                const std::size_t hi = std::min(todo.size(), lo + static_cast<std::size_t>(o.batch));
-                std::vector<DrawnProgram> part(std::make_move_iterator(todo.begin() + static_cast<long>(lo)),
-                                               std::make_move_iterator(todo.begin() + static_cast<long>(hi)));
+            task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(pt.key)) + "-" +
+                                  std::to_string(task->input_seed) + ".bin";
+            for (std::size_t lo = 0; lo < todo.size() && !time_up();
+                 lo += static_cast<std::size_t>(o.batch)) {
+                const std::size_t hi =
+                    std::min(todo.size(), lo + static_cast<std::size_t>(o.batch));
+                std::vector<DrawnProgram> part(
+                    std::make_move_iterator(todo.begin() + static_cast<long>(lo)),
+                    std::make_move_iterator(todo.begin() + static_cast<long>(hi)));
                 const std::string stem = scratch + "/b" + std::to_string(batch_no++);
-                if (!sink(compile_batch(task, std::move(part), flags, o.build_timeout, stem, build_jobs, gcc_prefix))) return;
+                if (!sink(compile_batch(task, std::move(part), flags, o.build_timeout, stem,
+                                        build_jobs, gcc_prefix)))
+                    return;
             }
         }
     };
@@ -370,9 +433,10 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             if (r && r->call_s > 0) err.push_back({"call_s", r->call_s});
             add_member(rec, "error", err);
             if (r && kind == "check")
-                add_member(rec, "check", json::Value::Object{{"passed", false},
-                                                             {"max_abs_error", r->max_abs_error},
-                                                             {"tolerance", 1e-3}});
+                add_member(rec, "check",
+                           json::Value::Object{{"passed", false},
+                                               {"max_abs_error", r->max_abs_error},
+                                               {"tolerance", 1e-3}});
             add_member(rec, "compiler", json::Value::Object{{"cc", target.cc}, {"flags", flags}});
             add_member(rec, "measured_at", iso_time_utc());
             failures.append(rec);
@@ -382,15 +446,19 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             ++written;
             if (kind == "check" || kind == "crash" || kind == "error") {
                 std::lock_guard<std::mutex> l(log_mutex);
-                log << "\ntempo lab measure: *** " << (kind == "check" ? "WRONG RESULT" : kind) << " *** task "
-                    << t.key << " sid " << p.drawn.sid << ": " << message << "\n  schedule: " << schedule_text(rec)
-                    << "\n  (logged to " << dir << "/failures.jsonl)\n";
+                log << "\ntempo lab measure: *** " << (kind == "check" ? "WRONG RESULT" : kind)
+                    << " *** task " << t.key << " sid " << p.drawn.sid << ": " << message
+                    << "\n  schedule: " << schedule_text(rec) << "\n  (logged to " << dir
+                    << "/failures.jsonl)\n";
             }
         };
         std::vector<std::size_t> idx;
         for (std::size_t i = 0; i < b.programs.size(); ++i) {
-            if (b.so_of[i].empty()) fail(b.programs[i], b.build_error[i] == "build timeout" ? "build_timeout" : "build", b.build_error[i], nullptr);
-            else idx.push_back(i);
+            if (b.so_of[i].empty())
+                fail(b.programs[i], b.build_error[i] == "build timeout" ? "build_timeout" : "build",
+                     b.build_error[i], nullptr);
+            else
+                idx.push_back(i);
         }
         if (!idx.empty() && !time_up()) {
             RunnerSpec spec;
@@ -407,40 +475,53 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            run_batch(spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads, [&](std::size_t k, const ProgramResult& r) {
-                const BatchProgram& p = b.programs[idx[k]];
-                if (r.kind != ProgramResult::Kind::Timed) {
-                    fail(p, kind_name(r.kind), r.message, &r);
-                } else {
-                    json::Value rec = base_record(t, p, target, o.seed);
-                    const CostStats s = cost_stats(r.costs);
-                    json::Value::Array costs;
-                    for (double c : r.costs) costs.emplace_back(c);
-                    add_member(rec, "latency_s", json::Value::Object{{"mean", s.mean}, {"std", s.std}, {"min", s.min},
-                                                                     {"median", s.median},
-                                                                     {"repeats", static_cast<std::int64_t>(r.costs.size())},
-                                                                     {"tries", r.tries}, {"costs", costs}});
-                    add_member(rec, "check", json::Value::Object{{"passed", true}, {"max_abs_error", r.max_abs_error},
-                                                                 {"tolerance", 1e-3}});
-                    add_member(rec, "compiler", json::Value::Object{{"cc", target.cc}, {"flags", flags}});
-                    json::Value::Array core_list;
-                    for (int c : cores) core_list.emplace_back(c);
-                    add_member(rec, "run", json::Value::Object{{"threads", target.threads}, {"cores", core_list},
-                                                               {"first_call_s", r.call_s},
-                                                               {"others_busy", r.others_busy},
-                                                               {"quiet", quiet_json(o, r)},
-                                                               {"nice", -20},
-                                                               {"pipelined_build", pipeline},
-                                                               {"build_s", b.build_s / static_cast<double>(b.programs.size())}});
-                    add_member(rec, "measured_at", iso_time_utc());
-                    writer.append(json::dump(rec));
-                    done.insert(record_key(t.key, p.drawn.sid));
-                    ++progress.timed;
-                    ++progress.done;
-                    ++written;
-                }
-                progress.print();
-            });
+            run_batch(spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads,
+                      [&](std::size_t k, const ProgramResult& r) {
+                          const BatchProgram& p = b.programs[idx[k]];
+                          if (r.kind != ProgramResult::Kind::Timed) {
+                              fail(p, kind_name(r.kind), r.message, &r);
+                          } else {
+                              json::Value rec = base_record(t, p, target, o.seed);
+                              const CostStats s = cost_stats(r.costs);
+                              json::Value::Array costs;
+                              for (double c : r.costs) costs.emplace_back(c);
+                              add_member(rec, "latency_s",
+                                         json::Value::Object{
+                                             {"mean", s.mean},
+                                             {"std", s.std},
+                                             {"min", s.min},
+                                             {"median", s.median},
+                                             {"repeats", static_cast<std::int64_t>(r.costs.size())},
+                                             {"tries", r.tries},
+                                             {"costs", costs}});
+                              add_member(rec, "check",
+                                         json::Value::Object{{"passed", true},
+                                                             {"max_abs_error", r.max_abs_error},
+                                                             {"tolerance", 1e-3}});
+                              add_member(rec, "compiler",
+                                         json::Value::Object{{"cc", target.cc}, {"flags", flags}});
+                              json::Value::Array core_list;
+                              for (int c : cores) core_list.emplace_back(c);
+                              add_member(rec, "run",
+                                         json::Value::Object{
+                                             {"threads", target.threads},
+                                             {"cores", core_list},
+                                             {"first_call_s", r.call_s},
+                                             {"others_busy", r.others_busy},
+                                             {"quiet", quiet_json(o, r)},
+                                             {"nice", -20},
+                                             {"pipelined_build", pipeline},
+                                             {"build_s",
+                                              b.build_s / static_cast<double>(b.programs.size())}});
+                              add_member(rec, "measured_at", iso_time_utc());
+                              writer.append(json::dump(rec));
+                              done.insert(record_key(t.key, p.drawn.sid));
+                              ++progress.timed;
+                              ++progress.done;
+                              ++written;
+                          }
+                          progress.print();
+                      });
         }
         writer.sync();
         for (const auto& f : b.files) fs::remove(f);
@@ -472,8 +553,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     writer.close();
     progress.print(true);
     if (progress.tty) std::fputc('\n', stderr);
-    log << "tempo lab measure: " << progress.timed << " programs timed, " << progress.failed << " failed ("
-        << dir << "/failures.jsonl) in " << format_duration(now_s() - t_start)
+    log << "tempo lab measure: " << progress.timed << " programs timed, " << progress.failed
+        << " failed (" << dir << "/failures.jsonl) in " << format_duration(now_s() - t_start)
         << (stop_requested().load() ? " (stopped)" : "") << "\n";
     fs::remove_all(scratch);
     return static_cast<int>(written);
@@ -496,7 +577,8 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
     std::vector<std::string> targets = o.targets;
     if (targets.empty() && fs::is_directory(o.data))
         for (const auto& e : fs::directory_iterator(o.data))
-            if (e.is_directory() && e.path().filename() != "targets") targets.push_back(e.path().filename().string());
+            if (e.is_directory() && e.path().filename() != "targets")
+                targets.push_back(e.path().filename().string());
     std::sort(targets.begin(), targets.end());
     std::size_t grand = 0, shown = 0;
     for (const auto& t : targets) {
@@ -511,13 +593,15 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
             const std::string& task = r.find("task")->as_string();
             ++per_op[r.find("op")->as_string()];
             std::set<std::string> nets;
-            for (const auto& m : r.find("networks")->as_object()) nets.insert(network_of_stem(m.key));
+            for (const auto& m : r.find("networks")->as_object())
+                nets.insert(network_of_stem(m.key));
             for (const auto& net : nets) {
                 ++per_net_records[net];
                 per_net_tasks[net].insert(task);
             }
             const json::Value* lat = r.find("latency_s");
-            const double mean = lat->find("mean")->as_double(), std_ = lat->find("std")->as_double();
+            const double mean = lat->find("mean")->as_double(),
+                         std_ = lat->find("std")->as_double();
             means.push_back(mean);
             cvs.push_back(mean > 0 ? std_ / mean : 0);
             per_task[task].push_back(mean);
@@ -528,10 +612,13 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
             if (!check || !check->find("passed")->as_bool()) ++not_passed;
         });
         std::map<std::string, std::size_t> fail_kinds;
-        const std::size_t nf = for_each_record(dir, [&](const json::Value& r) {
-            const json::Value* e = r.find("error");
-            ++fail_kinds[e ? e->find("kind")->as_string() : "?"];
-        }, true);
+        const std::size_t nf = for_each_record(
+            dir,
+            [&](const json::Value& r) {
+                const json::Value* e = r.find("error");
+                ++fail_kinds[e ? e->find("kind")->as_string() : "?"];
+            },
+            true);
         if (n == 0 && nf == 0) continue;
         grand += n;
         ++shown;
@@ -540,18 +627,21 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         for (const auto& [k, c] : fail_kinds) out << " " << k << "=" << c;
         out << "\n";
         if (n == 0) continue;
-        const double lo = *std::min_element(means.begin(), means.end()), hi = *std::max_element(means.begin(), means.end());
+        const double lo = *std::min_element(means.begin(), means.end()),
+                     hi = *std::max_element(means.begin(), means.end());
         char buf[512];
-        std::snprintf(buf, sizeof buf,
-                      "latency (mean): %.3g s .. %.3g s (%.2f orders of magnitude); median %.3g s\n"
-                      "noise std/mean: p50 %.4f  p90 %.4f  p99 %.4f  max %.4f; <0.01: %.1f%%  <0.05: %.1f%%  >0.1: %.1f%%\n"
-                      "repeats: min %d; check passed: %zu/%zu\n",
-                      lo, hi, std::log10(hi / lo), quantile(means, 0.5), quantile(cvs, 0.5), quantile(cvs, 0.9),
-                      quantile(cvs, 0.99), quantile(cvs, 1.0),
-                      100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c < 0.01; }) / n,
-                      100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c < 0.05; }) / n,
-                      100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c > 0.1; }) / n,
-                      min_repeats, n - not_passed, n);
+        std::snprintf(
+            buf, sizeof buf,
+            "latency (mean): %.3g s .. %.3g s (%.2f orders of magnitude); median %.3g s\n"
+            "noise std/mean: p50 %.4f  p90 %.4f  p99 %.4f  max %.4f; <0.01: %.1f%%  <0.05: %.1f%%  "
+            ">0.1: %.1f%%\n"
+            "repeats: min %d; check passed: %zu/%zu\n",
+            lo, hi, std::log10(hi / lo), quantile(means, 0.5), quantile(cvs, 0.5),
+            quantile(cvs, 0.9), quantile(cvs, 0.99), quantile(cvs, 1.0),
+            100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c < 0.01; }) / n,
+            100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c < 0.05; }) / n,
+            100.0 * std::count_if(cvs.begin(), cvs.end(), [](double c) { return c > 0.1; }) / n,
+            min_repeats, n - not_passed, n);
         out << buf;
         std::vector<double> ratios;
         std::vector<double> sizes;
@@ -561,19 +651,24 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
             ratios.push_back(quantile(v, 0.5) / *std::min_element(v.begin(), v.end()));
         }
         std::snprintf(buf, sizeof buf,
-                      "per task: records min %.0f median %.0f max %.0f; median/best latency over %zu tasks with >= 4 "
+                      "per task: records min %.0f median %.0f max %.0f; median/best latency over "
+                      "%zu tasks with >= 4 "
                       "records: mean %.2fx, median %.2fx\n",
                       quantile(sizes, 0), quantile(sizes, 0.5), quantile(sizes, 1), ratios.size(),
-                      ratios.empty() ? NAN : std::accumulate(ratios.begin(), ratios.end(), 0.0) / ratios.size(),
+                      ratios.empty()
+                          ? NAN
+                          : std::accumulate(ratios.begin(), ratios.end(), 0.0) / ratios.size(),
                       quantile(ratios, 0.5));
         out << buf;
         if (!busy.empty()) {
-            std::snprintf(buf, sizeof buf, "other CPUs busy while timing: p10 %.2f  p50 %.2f  p90 %.2f\n",
+            std::snprintf(buf, sizeof buf,
+                          "other CPUs busy while timing: p10 %.2f  p50 %.2f  p90 %.2f\n",
                           quantile(busy, 0.1), quantile(busy, 0.5), quantile(busy, 0.9));
             out << buf;
         }
         out << "per network (records / tasks):";
-        for (const auto& [k, c] : per_net_records) out << "  " << k << " " << c << "/" << per_net_tasks[k].size();
+        for (const auto& [k, c] : per_net_records)
+            out << "  " << k << " " << c << "/" << per_net_tasks[k].size();
         out << "\nper operator:";
         for (const auto& [k, c] : per_op) out << "  " << k << " " << c;
         out << "\n";
@@ -599,11 +694,17 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     for_each_record(dir, [&](const json::Value& r) {
         const json::Value* run = r.find("run");
         const json::Value* busy = run ? run->find("others_busy") : nullptr;
-        if (o.max_busy >= 0 && (!busy || busy->as_double() > o.max_busy)) ++busier;
-        else records.push_back(r);
+        if (o.max_busy >= 0 && (!busy || busy->as_double() > o.max_busy))
+            ++busier;
+        else
+            records.push_back(r);
     });
-    if (records.empty()) throw Error(dir, "no records" + std::string(busier ? " with others_busy ≤ --max-busy" : ""));
-    if (busier) std::fprintf(stderr, "remeasure: %zu records skipped (others_busy > %g)\n", busier, o.max_busy);
+    if (records.empty())
+        throw Error(dir,
+                    "no records" + std::string(busier ? " with others_busy ≤ --max-busy" : ""));
+    if (busier)
+        std::fprintf(stderr, "remeasure: %zu records skipped (others_busy > %g)\n", busier,
+                     o.max_busy);
     std::mt19937_64 rng(o.seed);
     std::shuffle(records.begin(), records.end(), rng);
     if (static_cast<int>(records.size()) > o.n) records.resize(static_cast<std::size_t>(o.n));
@@ -626,7 +727,8 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
         task->dag = loopnest::build_dag(keep_alive.back().task);
         task->flops = loopnest::flop_count(task->dag);
         reference_output(task->dag, key, task->input_seed, ref_cache);
-        task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(key)) + "-" + std::to_string(task->input_seed) + ".bin";
+        task->expected_path = ref_cache + "/ref-" + hex64(fnv1a64(key)) + "-" +
+                              std::to_string(task->input_seed) + ".bin";
         std::vector<DrawnProgram> drawn;
         std::vector<double> old, old_median, old_min;
         for (const json::Value* r : recs) {
@@ -646,8 +748,10 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                         "taskset -c 0-" + std::to_string(cpus - 1) + " ");
         std::vector<std::size_t> idx;
         for (std::size_t i = 0; i < b.programs.size(); ++i) {
-            if (b.so_of[i].empty()) ++failed;
-            else idx.push_back(i);
+            if (b.so_of[i].empty())
+                ++failed;
+            else
+                idx.push_back(i);
         }
         if (!idx.empty()) {
             RunnerSpec spec;
@@ -664,27 +768,38 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads, [&](std::size_t k, const ProgramResult& r) {
-                if (r.kind != ProgramResult::Kind::Timed) {
-                    ++failed;
-                    std::cerr << "remeasure: " << key << " " << b.programs[idx[k]].drawn.sid << ": "
-                              << kind_name(r.kind) << " " << r.message << "\n";
-                    return;
-                }
-                const CostStats st = cost_stats(r.costs);
-                const double now = st.mean, before = old[idx[k]];
-                rel.push_back(std::fabs(now - before) / before);
-                ratio.push_back(now / before);
-                rel_median.push_back(std::fabs(st.median - old_median[idx[k]]) / old_median[idx[k]]);
-                rel_min.push_back(std::fabs(st.min - old_min[idx[k]]) / old_min[idx[k]]);
-                if (detail)
-                    detail << json::dump(json::Value::Object{
-                                  {"task", key}, {"sid", b.programs[idx[k]].drawn.sid},
-                                  {"old", json::Value::Object{{"mean", before}, {"median", old_median[idx[k]]}, {"min", old_min[idx[k]]}}},
-                                  {"new", json::Value::Object{{"mean", st.mean}, {"median", st.median}, {"min", st.min}, {"std", st.std}}},
-                                  {"others_busy", r.others_busy}, {"quiet", quiet_json(o, r)}})
-                           << "\n";
-            });
+            run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads,
+                      [&](std::size_t k, const ProgramResult& r) {
+                          if (r.kind != ProgramResult::Kind::Timed) {
+                              ++failed;
+                              std::cerr << "remeasure: " << key << " "
+                                        << b.programs[idx[k]].drawn.sid << ": " << kind_name(r.kind)
+                                        << " " << r.message << "\n";
+                              return;
+                          }
+                          const CostStats st = cost_stats(r.costs);
+                          const double now = st.mean, before = old[idx[k]];
+                          rel.push_back(std::fabs(now - before) / before);
+                          ratio.push_back(now / before);
+                          rel_median.push_back(std::fabs(st.median - old_median[idx[k]]) /
+                                               old_median[idx[k]]);
+                          rel_min.push_back(std::fabs(st.min - old_min[idx[k]]) / old_min[idx[k]]);
+                          if (detail)
+                              detail
+                                  << json::dump(json::Value::Object{
+                                         {"task", key},
+                                         {"sid", b.programs[idx[k]].drawn.sid},
+                                         {"old", json::Value::Object{{"mean", before},
+                                                                     {"median", old_median[idx[k]]},
+                                                                     {"min", old_min[idx[k]]}}},
+                                         {"new", json::Value::Object{{"mean", st.mean},
+                                                                     {"median", st.median},
+                                                                     {"min", st.min},
+                                                                     {"std", st.std}}},
+                                         {"others_busy", r.others_busy},
+                                         {"quiet", quiet_json(o, r)}})
+                                  << "\n";
+                      });
         }
         seen += recs.size();
         std::fprintf(stderr, "\rremeasure: %zu/%zu programs", seen, records.size());
@@ -693,18 +808,23 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     std::fputc('\n', stderr);
     fs::remove_all(scratch);
     char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "remeasure %s: %zu programs re-timed (%zu failed, %zu replay mismatches)\n"
-                  "|dt|/t: median %.4f  mean %.4f  p90 %.4f  max %.4f; within 5%%: %.1f%%  within 10%%: %.1f%%\n"
-                  "new/old: median %.4f  p10 %.4f  p90 %.4f\n"
-                  "same with the median of the costs: |dt|/t median %.4f p90 %.4f; with the min: median %.4f p90 %.4f\n",
-                  target.id.c_str(), rel.size(), failed, replay_mismatch, quantile(rel, 0.5),
-                  rel.empty() ? NAN : std::accumulate(rel.begin(), rel.end(), 0.0) / rel.size(), quantile(rel, 0.9),
-                  quantile(rel, 1.0),
-                  100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.05; }) / std::max<std::size_t>(1, rel.size()),
-                  100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.10; }) / std::max<std::size_t>(1, rel.size()),
-                  quantile(ratio, 0.5), quantile(ratio, 0.1), quantile(ratio, 0.9), quantile(rel_median, 0.5),
-                  quantile(rel_median, 0.9), quantile(rel_min, 0.5), quantile(rel_min, 0.9));
+    std::snprintf(
+        buf, sizeof buf,
+        "remeasure %s: %zu programs re-timed (%zu failed, %zu replay mismatches)\n"
+        "|dt|/t: median %.4f  mean %.4f  p90 %.4f  max %.4f; within 5%%: %.1f%%  within 10%%: "
+        "%.1f%%\n"
+        "new/old: median %.4f  p10 %.4f  p90 %.4f\n"
+        "same with the median of the costs: |dt|/t median %.4f p90 %.4f; with the min: median %.4f "
+        "p90 %.4f\n",
+        target.id.c_str(), rel.size(), failed, replay_mismatch, quantile(rel, 0.5),
+        rel.empty() ? NAN : std::accumulate(rel.begin(), rel.end(), 0.0) / rel.size(),
+        quantile(rel, 0.9), quantile(rel, 1.0),
+        100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.05; }) /
+            std::max<std::size_t>(1, rel.size()),
+        100.0 * std::count_if(rel.begin(), rel.end(), [](double x) { return x <= 0.10; }) /
+            std::max<std::size_t>(1, rel.size()),
+        quantile(ratio, 0.5), quantile(ratio, 0.1), quantile(ratio, 0.9), quantile(rel_median, 0.5),
+        quantile(rel_median, 0.9), quantile(rel_min, 0.5), quantile(rel_min, 0.9));
     out << buf;
     return 0;
 }
@@ -718,7 +838,8 @@ inline int lab_featurize(const DataOptions& o) {
     const std::string dir = o.data + "/" + target.id;
     std::ofstream file;
     std::ostream* out = nullptr;
-    if (o.out == "-") out = &std::cout;
+    if (o.out == "-")
+        out = &std::cout;
     else if (!o.out.empty()) {
         file.open(o.out);
         if (!file) throw Error(o.out, "cannot write");
@@ -733,14 +854,16 @@ inline int lab_featurize(const DataOptions& o) {
     for_each_record(dir, [&](const json::Value& r) {
         const std::string& key = r.find("task")->as_string();
         auto it = dags.find(key);
-        if (it == dags.end()) it = dags.emplace(key, loopnest::build_dag(task_from_record(r, key))).first;
+        if (it == dags.end())
+            it = dags.emplace(key, loopnest::build_dag(task_from_record(r, key))).first;
         const loopnest::Schedule sch = loopnest::schedule_from_json(*r.find("schedule"), key);
         loopnest::validate_schedule(it->second, sch, key);
         const loopnest::LoweredProgram prog = loopnest::Lowerer(it->second, sch).run();
         const std::string sid = program_id(prog);
         if (sid != r.find("sid")->as_string() || c_hash(prog) != r.find("c_hash")->as_string()) {
             if (++mismatches <= 5)
-                std::cerr << "featurize: replay mismatch for " << key << " " << r.find("sid")->as_string()
+                std::cerr << "featurize: replay mismatch for " << key << " "
+                          << r.find("sid")->as_string()
                           << " (the lab's lowering or codegen changed since it was measured)\n";
         }
         CompactAst ast = loopnest::featurize(prog);
@@ -748,13 +871,15 @@ inline int lab_featurize(const DataOptions& o) {
         ast.id = key + "#" + sid;
         json::Value v = loopnest::compact_ast_to_json(ast);
         add_member(v, "device", device);
-        if (o.with_latency) add_member(v, "latency_s", r.find("latency_s")->find("mean")->as_double());
+        if (o.with_latency)
+            add_member(v, "latency_s", r.find("latency_s")->find("mean")->as_double());
         if (out) *out << json::dump(v) << "\n";
         ++n;
         if (n % 1000 == 0) std::fprintf(stderr, "\rfeaturize: %zu records", n);
     });
     const double s = now_s() - t0;
-    std::fprintf(stderr, "\rfeaturize %s: %zu compact ASTs in %.1f s (%.0f/s), %zu replay mismatches\n",
+    std::fprintf(stderr,
+                 "\rfeaturize %s: %zu compact ASTs in %.1f s (%.0f/s), %zu replay mismatches\n",
                  target.id.c_str(), n, s, n / std::max(1e-9, s), mismatches);
     return mismatches ? 1 : 0;
 }

@@ -102,18 +102,23 @@ inline std::string microarch_name(const CpuProbe& p) {
     const int fam = std::atoi(p.family.c_str()), mod = std::atoi(p.model.c_str());
     std::string base = p.vendor == "AuthenticAMD" && p.model_name.find("EPYC") != std::string::npos
                            ? "epyc"
-                           : p.vendor == "AuthenticAMD" ? "amd"
-                           : p.vendor == "GenuineIntel" ? "intel" : "cpu";
+                       : p.vendor == "AuthenticAMD" ? "amd"
+                       : p.vendor == "GenuineIntel" ? "intel"
+                                                    : "cpu";
     if (p.vendor == "AuthenticAMD") {
         if (fam == 23) return base + (mod < 0x30 ? "-zen" : "-zen2");
-        if (fam == 25) return base + ((mod >= 0x10 && mod < 0x20) || (mod >= 0x60 && mod < 0x80) ? "-zen4" : "-zen3");
+        if (fam == 25)
+            return base +
+                   ((mod >= 0x10 && mod < 0x20) || (mod >= 0x60 && mod < 0x80) ? "-zen4" : "-zen3");
         if (fam == 26) return base + "-zen5";
         return base + "-f" + p.family + "m" + p.model;
     }
     std::string s;
     for (char c : p.model_name) {
-        if (std::isalnum(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(c));
-        else if (!s.empty() && s.back() != '-') s += '-';
+        if (std::isalnum(static_cast<unsigned char>(c)))
+            s += static_cast<char>(std::tolower(c));
+        else if (!s.empty() && s.back() != '-')
+            s += '-';
     }
     while (!s.empty() && s.back() == '-') s.pop_back();
     return s.empty() ? base : s;
@@ -130,30 +135,40 @@ inline CpuProbe probe_cpu() {
         const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
         if (key == "processor") ++processors;
         if (processors > 1) continue; // the first processor describes them all
-        if (key == "vendor_id") p.vendor = value;
-        else if (key == "model name") p.model_name = value;
-        else if (key == "cpu family") p.family = value;
-        else if (key == "model") p.model = value;
-        else if (key == "stepping") p.stepping = value;
-        else if (key == "cpu MHz") p.mhz = std::atof(value.c_str());
+        if (key == "vendor_id")
+            p.vendor = value;
+        else if (key == "model name")
+            p.model_name = value;
+        else if (key == "cpu family")
+            p.family = value;
+        else if (key == "model")
+            p.model = value;
+        else if (key == "stepping")
+            p.stepping = value;
+        else if (key == "cpu MHz")
+            p.mhz = std::atof(value.c_str());
         else if (key == "flags") {
             std::istringstream fs(value);
             std::string f;
-            static const char* wanted[] = {"sse2", "sse4_2", "avx", "avx2", "fma", "avx512f",
-                                           "avx512bw", "avx512vl", "avx512_vnni", "hypervisor"};
+            static const char* wanted[] = {"sse2",        "sse4_2",    "avx",      "avx2",
+                                           "fma",         "avx512f",   "avx512bw", "avx512vl",
+                                           "avx512_vnni", "hypervisor"};
             while (fs >> f)
                 for (const char* w : wanted)
                     if (f == w) p.flags.push_back(f);
         }
     }
     p.cpus = processors > 0 ? processors : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-    const std::string maxf = trim(read_text("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"));
+    const std::string maxf =
+        trim(read_text("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"));
     p.max_mhz = maxf.empty() ? p.mhz : std::atof(maxf.c_str()) / 1000.0;
     std::istringstream mem(read_text("/proc/meminfo"));
     while (std::getline(mem, line))
-        if (line.rfind("MemTotal:", 0) == 0) p.mem_gb = std::atof(line.substr(9).c_str()) / (1024.0 * 1024.0);
+        if (line.rfind("MemTotal:", 0) == 0)
+            p.mem_gb = std::atof(line.substr(9).c_str()) / (1024.0 * 1024.0);
     for (int i = 0; i < 8; ++i) {
-        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+        const std::string dir =
+            "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
         const std::string level = trim(read_text(dir + "level"));
         if (level.empty()) break;
         CacheLevel c;
@@ -167,7 +182,9 @@ inline CpuProbe probe_cpu() {
         std::string part;
         while (std::getline(parts, part, ',')) { // "0-1", "0,2", "0-3,8-11"
             const auto dash = part.find('-');
-            c.shared_cpus += dash == std::string::npos ? 1 : std::atoi(part.c_str() + dash + 1) - std::atoi(part.c_str()) + 1;
+            c.shared_cpus += dash == std::string::npos
+                                 ? 1
+                                 : std::atoi(part.c_str() + dash + 1) - std::atoi(part.c_str()) + 1;
         }
         if (c.shared_cpus < 1) c.shared_cpus = 1;
         p.caches.push_back(c);
@@ -176,13 +193,16 @@ inline CpuProbe probe_cpu() {
     if (uname(&u) == 0) p.kernel = std::string(u.sysname) + " " + u.release;
     const std::string lscpu = command_output("lscpu 2>/dev/null");
     const auto h = lscpu.find("Hypervisor vendor:");
-    if (h != std::string::npos) p.hypervisor = trim(lscpu.substr(h + 18, lscpu.find('\n', h) - h - 18));
+    if (h != std::string::npos)
+        p.hypervisor = trim(lscpu.substr(h + 18, lscpu.find('\n', h) - h - 18));
     p.microarch = microarch_name(p);
     return p;
 }
 
 inline bool isa_supported(const CpuProbe& p, const IsaLevel& isa) {
-    auto has = [&](const char* f) { return std::find(p.flags.begin(), p.flags.end(), f) != p.flags.end(); };
+    auto has = [&](const char* f) {
+        return std::find(p.flags.begin(), p.flags.end(), f) != p.flags.end();
+    };
     if (isa.level == "v4") return has("avx512f") && has("avx512bw") && has("avx512vl");
     if (isa.level == "v3") return has("avx2") && has("fma");
     if (isa.level == "v2") return has("sse4_2");
@@ -194,7 +214,8 @@ inline void pin_to_cores(const std::vector<int>& cores) {
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int c : cores) CPU_SET(c, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) throw Error("sched_setaffinity", "cannot pin to the requested cores");
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        throw Error("sched_setaffinity", "cannot pin to the requested cores");
 }
 
 // The cores a target with `threads` threads runs on: the last `threads` cores of the machine
@@ -225,12 +246,16 @@ inline std::string microbench_c(int vector_bytes) {
          "  {\n"
          "    vf b, c, a[12];\n"
          "    for (int l = 0; l < L; ++l) { b[l] = 0.999999f; c[l] = 1e-7f; }\n"
-         "    for (int k = 0; k < 12; ++k) for (int l = 0; l < L; ++l) a[k][l] = 1.0f + 0.01f * k + 0.001f * l + omp_get_thread_num();\n"
-         "    vf a0=a[0],a1=a[1],a2=a[2],a3=a[3],a4=a[4],a5=a[5],a6=a[6],a7=a[7],a8=a[8],a9=a[9],a10=a[10],a11=a[11];\n"
+         "    for (int k = 0; k < 12; ++k) for (int l = 0; l < L; ++l) a[k][l] = 1.0f + 0.01f * k "
+         "+ 0.001f * l + omp_get_thread_num();\n"
+         "    vf "
+         "a0=a[0],a1=a[1],a2=a[2],a3=a[3],a4=a[4],a5=a[5],a6=a[6],a7=a[7],a8=a[8],a9=a[9],a10=a[10]"
+         ",a11=a[11];\n"
          "    for (long i = 0; i < iters; ++i) {\n"
          "      a0=a0*b+c; a1=a1*b+c; a2=a2*b+c; a3=a3*b+c; a4=a4*b+c; a5=a5*b+c;\n"
          "      a6=a6*b+c; a7=a7*b+c; a8=a8*b+c; a9=a9*b+c; a10=a10*b+c; a11=a11*b+c;\n"
-         "      __asm__ volatile(\"\" : \"+x\"(a0), \"+x\"(a1), \"+x\"(a2), \"+x\"(a3), \"+x\"(a4), \"+x\"(a5));\n"
+         "      __asm__ volatile(\"\" : \"+x\"(a0), \"+x\"(a1), \"+x\"(a2), \"+x\"(a3), "
+         "\"+x\"(a4), \"+x\"(a5));\n"
          "    }\n"
          "    vf s = a0+a1+a2+a3+a4+a5+a6+a7+a8+a9+a10+a11;\n"
          "    for (int l = 0; l < L; ++l) total += s[l];\n"
@@ -244,7 +269,8 @@ inline std::string microbench_c(int vector_bytes) {
          "  for (long blk = 0; blk < n / 4096; ++blk) {\n"
          "    const vf* p = (const vf*)(x + blk * 4096);\n"
          "    vf s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};\n"
-         "    for (int i = 0; i < 4096 / L; i += 4) { s0 += p[i]; s1 += p[i+1]; s2 += p[i+2]; s3 += p[i+3]; }\n"
+         "    for (int i = 0; i < 4096 / L; i += 4) { s0 += p[i]; s1 += p[i+1]; s2 += p[i+2]; s3 "
+         "+= p[i+3]; }\n"
          "    vf s = s0 + s1 + s2 + s3;\n"
          "    for (int l = 0; l < L; ++l) total += s[l];\n"
          "  }\n"
@@ -254,30 +280,32 @@ inline std::string microbench_c(int vector_bytes) {
 }
 
 struct TargetMeasurement {
-    double peak_flops = 0;  // FLOP/s, best of several runs
-    double bandwidth = 0;   // bytes/s, streaming read, best of several runs
+    double peak_flops = 0; // FLOP/s, best of several runs
+    double bandwidth = 0;  // bytes/s, streaming read, best of several runs
     double stream_bytes = 0;
 };
 
-inline TargetMeasurement measure_target(const IsaLevel& isa, int threads, const std::string& scratch,
-                                        double llc_kb) {
+inline TargetMeasurement measure_target(const IsaLevel& isa, int threads,
+                                        const std::string& scratch, double llc_kb) {
     namespace fs = std::filesystem;
     fs::create_directories(scratch);
-    const std::string stem = scratch + "/microbench_" + isa.level + "_t" + std::to_string(threads) + "_" +
-                             std::to_string(getpid());
+    const std::string stem = scratch + "/microbench_" + isa.level + "_t" + std::to_string(threads) +
+                             "_" + std::to_string(getpid());
     {
         std::ofstream out(stem + ".c");
         out << microbench_c(isa.vector_bytes);
     }
     const std::string cmd = "gcc -std=gnu11 -O3 -march=" + isa.march +
-                            " -ffp-contract=fast -fopenmp -fPIC -shared -o " + stem + ".so " + stem +
-                            ".c > " + stem + ".log 2>&1";
-    if (std::system(cmd.c_str()) != 0) throw Error(stem + ".c", "microbenchmark build failed: " + read_text(stem + ".log"));
+                            " -ffp-contract=fast -fopenmp -fPIC -shared -o " + stem + ".so " +
+                            stem + ".c > " + stem + ".log 2>&1";
+    if (std::system(cmd.c_str()) != 0)
+        throw Error(stem + ".c", "microbenchmark build failed: " + read_text(stem + ".log"));
     void* h = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) throw Error(stem + ".so", dlerror());
     auto peak = reinterpret_cast<double (*)(long, int)>(dlsym(h, "tempo_peak"));
     auto per_iter = reinterpret_cast<int (*)()>(dlsym(h, "tempo_peak_flops_per_iter"));
-    auto stream = reinterpret_cast<double (*)(const float*, long, int)>(dlsym(h, "tempo_stream_read"));
+    auto stream =
+        reinterpret_cast<double (*)(const float*, long, int)>(dlsym(h, "tempo_stream_read"));
     if (!peak || !per_iter || !stream) throw Error(stem + ".so", "microbenchmark symbols missing");
     using clock = std::chrono::steady_clock;
     TargetMeasurement m;
@@ -294,10 +322,12 @@ inline TargetMeasurement measure_target(const IsaLevel& isa, int threads, const 
         const auto t0 = clock::now();
         sink = sink + peak(iters, threads);
         const double s = std::chrono::duration<double>(clock::now() - t0).count();
-        m.peak_flops = std::max(m.peak_flops, static_cast<double>(iters) * per_iter() * threads / s);
+        m.peak_flops =
+            std::max(m.peak_flops, static_cast<double>(iters) * per_iter() * threads / s);
     }
     // Streaming read over 16× the last-level cache (at least 256 MiB).
-    const long n = static_cast<long>(std::max(256.0 * 1024 * 1024, 16.0 * llc_kb * 1024) / 4) / 4096 * 4096;
+    const long n =
+        static_cast<long>(std::max(256.0 * 1024 * 1024, 16.0 * llc_kb * 1024) / 4) / 4096 * 4096;
     float* x = static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>(n) * 4));
     if (!x) throw Error("tempo lab target", "cannot allocate the bandwidth buffer");
     for (long i = 0; i < n; ++i) x[i] = 1.0f;
@@ -318,8 +348,9 @@ inline TargetMeasurement measure_target(const IsaLevel& isa, int threads, const 
 // log2(L3_KB)/log2(256), log2(L2_MB)/log2(64), log2(L1_KB)/log2(256), log2(BW_GBps)/log2(2048),
 // fp32_TFLOPS/12. Caches are those the target's cores can use: L1 (data + instruction) and L2
 // times the thread count, the shared L3 as it is.
-inline std::vector<double> cdmpp_device_features(double mhz, double mem_gb, double l3_kb, double l2_mb,
-                                                 double l1_kb, double bw_gbps, double tflops) {
+inline std::vector<double> cdmpp_device_features(double mhz, double mem_gb, double l3_kb,
+                                                 double l2_mb, double l1_kb, double bw_gbps,
+                                                 double tflops) {
     return {1.0,
             mhz / 2000.0,
             std::log2(mem_gb) / std::log2(64.0),
@@ -341,8 +372,8 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
     for (const auto& f : p.flags) flags.emplace_back(f);
     for (int c : cores) core_list.emplace_back(c);
     for (const auto& c : p.caches)
-        caches.emplace_back(json::Value::Object{{"level", c.level}, {"type", c.type}, {"kb", c.kb},
-                                                {"shared_cpus", c.shared_cpus}});
+        caches.emplace_back(json::Value::Object{
+            {"level", c.level}, {"type", c.type}, {"kb", c.kb}, {"shared_cpus", c.shared_cpus}});
     const double l1_kb = (p.cache_kb(1, "Data") + p.cache_kb(1, "Instruction")) * threads;
     const double l2_mb = p.cache_kb(2, "Unified") / 1024.0 * threads;
     double l3_kb = p.cache_kb(3, "Unified");
@@ -351,35 +382,49 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
     for (double f : cdmpp_device_features(mhz, p.mem_gb, l3_kb, l2_mb, l1_kb, m.bandwidth / 1e9,
                                           m.peak_flops / 1e12))
         device.emplace_back(f);
-    const std::string flags_str = "-std=c11 -O3 -march=" + isa.march + " -ffp-contract=fast -fopenmp -fPIC -shared";
+    const std::string flags_str =
+        "-std=c11 -O3 -march=" + isa.march + " -ffp-contract=fast -fopenmp -fPIC -shared";
     return json::Value::Object{
         {"id", id},
         {"device", p.microarch},
-        {"cpu", json::Value::Object{{"vendor", p.vendor}, {"model_name", p.model_name},
-                                    {"family", p.family}, {"model", p.model}, {"stepping", p.stepping},
-                                    {"cpus", p.cpus}, {"mhz", p.mhz}, {"max_mhz", mhz},
-                                    {"flags", flags}, {"hypervisor", p.hypervisor},
+        {"cpu", json::Value::Object{{"vendor", p.vendor},
+                                    {"model_name", p.model_name},
+                                    {"family", p.family},
+                                    {"model", p.model},
+                                    {"stepping", p.stepping},
+                                    {"cpus", p.cpus},
+                                    {"mhz", p.mhz},
+                                    {"max_mhz", mhz},
+                                    {"flags", flags},
+                                    {"hypervisor", p.hypervisor},
                                     {"kernel", p.kernel}}},
         {"caches", caches},
         {"memory_gb", p.mem_gb},
-        {"isa", json::Value::Object{{"level", isa.level}, {"march", isa.march}, {"name", isa.name},
+        {"isa", json::Value::Object{{"level", isa.level},
+                                    {"march", isa.march},
+                                    {"name", isa.name},
                                     {"vector_bits", isa.vector_bytes * 8}}},
         {"threads", threads},
         {"cores", core_list},
         {"compiler", json::Value::Object{{"cc", gcc_version()}, {"flags", flags_str}}},
-        {"measured", json::Value::Object{
-                         {"peak_fp32_flops", m.peak_flops},
-                         {"peak_method", "12 independent vector multiply-add chains, " +
-                                             std::to_string(isa.vector_bytes * 8) +
-                                             "-bit vectors, -ffp-contract=fast, best of 7 runs of ≥0.2 s"},
-                         {"memory_bandwidth_Bps", m.bandwidth},
-                         {"bandwidth_method", "streaming read (sum) of " +
-                                                  std::to_string(static_cast<long>(m.stream_bytes / (1 << 20))) +
-                                                  " MiB, best of 7"},
-                         {"at", iso_time_utc()}}},
+        {"measured",
+         json::Value::Object{
+             {"peak_fp32_flops", m.peak_flops},
+             {"peak_method", "12 independent vector multiply-add chains, " +
+                                 std::to_string(isa.vector_bytes * 8) +
+                                 "-bit vectors, -ffp-contract=fast, best of 7 runs of ≥0.2 s"},
+             {"memory_bandwidth_Bps", m.bandwidth},
+             {"bandwidth_method",
+              "streaming read (sum) of " +
+                  std::to_string(static_cast<long>(m.stream_bytes / (1 << 20))) +
+                  " MiB, best of 7"},
+             {"at", iso_time_utc()}}},
         {"cdmpp_device_features", device},
-        {"cdmpp_device_inputs", json::Value::Object{{"clock_mhz", mhz}, {"mem_gb", p.mem_gb},
-                                                    {"l3_kb", l3_kb}, {"l2_mb", l2_mb}, {"l1_kb", l1_kb},
+        {"cdmpp_device_inputs", json::Value::Object{{"clock_mhz", mhz},
+                                                    {"mem_gb", p.mem_gb},
+                                                    {"l3_kb", l3_kb},
+                                                    {"l2_mb", l2_mb},
+                                                    {"l1_kb", l1_kb},
                                                     {"bw_gbps", m.bandwidth / 1e9},
                                                     {"fp32_tflops", m.peak_flops / 1e12}}}};
 }

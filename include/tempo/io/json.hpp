@@ -52,7 +52,7 @@ namespace detail {
 } // namespace detail
 
 class Value {
-  public:
+public:
     using Array = std::vector<Value>;
     using Object = std::vector<Member>;
 
@@ -129,7 +129,7 @@ class Value {
         return "?";
     }
 
-  private:
+private:
     template <typename I>
     static Number exact(I i) noexcept {
         constexpr auto int64_max =
@@ -423,7 +423,7 @@ struct ParseOptions {
 namespace detail {
 
 class Parser {
-  public:
+public:
     Parser(std::string_view text, std::string_view where, const ParseOptions& options)
         : s_(text), where_(where), options_(options) {}
 
@@ -436,7 +436,7 @@ class Parser {
         return v;
     }
 
-  private:
+private:
     [[noreturn]] void error(std::size_t at, std::string reason) const {
         // Line and column are computed only here, so the hot path counts nothing.
         std::size_t line = options_.first_line, column = 1;
@@ -805,7 +805,7 @@ inline Value parse(std::string_view text, std::string_view where = "json",
 //   root["layers"][2]["dim"].as_uint64();  // "model.json.layers[2].dim: expected …"
 
 class Node {
-  public:
+public:
     Node(const Value& value, std::string path) : value_(&value), path_(std::move(path)) {}
 
     const Value& value() const noexcept { return *value_; }
@@ -868,7 +868,7 @@ class Node {
 
     [[noreturn]] void fail(std::string reason) const { detail::fail(path_, std::move(reason)); }
 
-  private:
+private:
     // `.name` for identifier-like keys, `["any key"]` otherwise.
     std::string key_path(const std::string& key) const {
         bool ident = !key.empty() && !(key[0] >= '0' && key[0] <= '9');

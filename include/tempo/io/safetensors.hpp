@@ -87,7 +87,7 @@ inline float half_to_float(std::uint16_t h) noexcept {
 
 // One tensor of a file, converted to F32; immutable.
 class Tensor {
-  public:
+public:
     const std::string& name() const noexcept { return name_; }
     // The dtype the file stored it in ("F32", "F16" or "BF16").
     std::string_view dtype() const noexcept { return dtype_; }
@@ -108,7 +108,7 @@ class Tensor {
         return *this;
     }
 
-  private:
+private:
     friend class SafeTensors;
     std::string file_;
     std::string name_;
@@ -118,7 +118,7 @@ class Tensor {
 };
 
 class SafeTensors {
-  public:
+public:
     using Metadata = std::map<std::string, std::string, std::less<>>;
 
     // Reads the whole file at `path`; errors name the path.
@@ -180,7 +180,7 @@ class SafeTensors {
         return it->second;
     }
 
-  private:
+private:
     struct Entry {
         const std::string* name;
         const detail::Dtype* dtype;

@@ -22,7 +22,9 @@ struct AttentionShape {
 // Floats of scratch any backend's attention may need: a score tile and a mask row, each
 // padded to whole 16-float vectors per row, and the keys of one sequence transposed
 // (d_model × padded seq).
-inline constexpr std::size_t attention_padded_seq(std::size_t seq) { return (seq + 15) / 16 * 16; }
+inline constexpr std::size_t attention_padded_seq(std::size_t seq) {
+    return (seq + 15) / 16 * 16;
+}
 inline constexpr std::size_t attention_scratch_floats(std::size_t seq, std::size_t d_model) {
     return (seq + 1 + d_model) * attention_padded_seq(seq);
 }

@@ -54,10 +54,11 @@ inline void layer_norm(const float* x, std::size_t rows, std::size_t cols, std::
         // mean − pivot
         const Batch shift(detail::sum(xr, cols, [&](Batch v) { return v - pivot; }) / float(cols));
         auto centred = [&](Batch v) { return (v - pivot) - shift; };
-        const float var = detail::sum(xr, cols, [&](Batch v) {
-                              Batch d = centred(v);
-                              return d * d;
-                          }) /
+        const float var = detail::sum(xr, cols,
+                                      [&](Batch v) {
+                                          Batch d = centred(v);
+                                          return d * d;
+                                      }) /
                           float(cols);
         const Batch rstd(1.0f / std::sqrt(var + eps));
         if (yr != xr) std::copy(xr, xr + cols, yr);

@@ -10,7 +10,7 @@ namespace tempo::kernels {
 enum class Activation { none, relu, gelu_erf, gelu_tanh };
 
 struct Epilogue {
-    const float* bias = nullptr;     // N values, or null
+    const float* bias = nullptr; // N values, or null
     Activation activation = Activation::none;
     const float* residual = nullptr; // M×N with leading dimension ld_residual, or null
     std::size_t ld_residual = 0;
@@ -22,11 +22,14 @@ inline constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 
 inline float activate(Activation a, float v) {
     switch (a) {
-    case Activation::relu: return v > 0.0f ? v : 0.0f;
-    case Activation::gelu_erf: return 0.5f * v * (1.0f + std::erf(v * kSqrt1_2));
+    case Activation::relu:
+        return v > 0.0f ? v : 0.0f;
+    case Activation::gelu_erf:
+        return 0.5f * v * (1.0f + std::erf(v * kSqrt1_2));
     case Activation::gelu_tanh:
         return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-    case Activation::none: break;
+    case Activation::none:
+        break;
     }
     return v;
 }

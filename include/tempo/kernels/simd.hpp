@@ -18,7 +18,8 @@ inline constexpr std::size_t kVectorRegisters = 16; // SSE, AVX, AVX2
 
 // The GELUs are long; kept out of line so that the cheap cases inline into GEMM epilogues.
 [[gnu::noinline]] inline Batch gelu(Activation a, Batch v) {
-    if (a == Activation::gelu_erf) return Batch(0.5f) * v * (Batch(1.0f) + xsimd::erf(v * kSqrt1_2));
+    if (a == Activation::gelu_erf)
+        return Batch(0.5f) * v * (Batch(1.0f) + xsimd::erf(v * kSqrt1_2));
     Batch inner = Batch(kSqrt2OverPi) * xsimd::fma(Batch(0.044715f) * v, v * v, v);
     return Batch(0.5f) * v * (Batch(1.0f) + xsimd::tanh(inner));
 }

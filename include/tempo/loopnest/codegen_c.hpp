@@ -56,7 +56,7 @@ struct CodegenOptions {
 };
 
 class CEmitter {
-  public:
+public:
     CEmitter(const LoweredProgram& p, std::string symbol, CodegenOptions options = {})
         : p_(p), symbol_(std::move(symbol)), options_(options) {
         int max_var = 0;
@@ -75,7 +75,7 @@ class CEmitter {
         return out_.str();
     }
 
-  private:
+private:
     struct Buffer {
         std::string name;
         std::vector<Expr> min; // empty: global coordinates

@@ -84,7 +84,7 @@ inline std::vector<int> ComputeDag::consumers_of(int s) const {
 
 // Incremental construction of a ComputeDag by the operator builders.
 class DagBuilder {
-  public:
+public:
     int input(std::string name, std::vector<std::int64_t> shape) {
         int t = tensor(std::move(name), std::move(shape));
         dag_.inputs.push_back(t);
@@ -113,7 +113,7 @@ class DagBuilder {
     const Tensor& tensor_info(int t) const { return dag_.tensors[t]; }
     ComputeDag finish() { return std::move(dag_); }
 
-  private:
+private:
     int tensor(std::string name, std::vector<std::int64_t> shape) {
         dag_.tensors.push_back(Tensor{std::move(name), std::move(shape)});
         return static_cast<int>(dag_.tensors.size()) - 1;

@@ -143,7 +143,7 @@ inline void collect_accesses(const ExprNode& e, std::vector<Access>& acc) {
 
 // Walks a lowered program once and produces its compact AST.
 class Featurizer {
-  public:
+public:
     explicit Featurizer(const LoweredProgram& program) : prog_(program) {}
 
     CompactAst run() {
@@ -155,7 +155,7 @@ class Featurizer {
         return std::move(ast_);
     }
 
-  private:
+private:
     struct LoopFrame {
         const LoopNode* node;
         std::size_t serial; // index into touch_

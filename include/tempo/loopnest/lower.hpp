@@ -65,7 +65,7 @@ inline std::vector<LoopPlan> plan_loops(const std::vector<Iterator>& its, const 
 }
 
 class Lowerer {
-  public:
+public:
     Lowerer(const ComputeDag& task_dag, const Schedule& sch)
         : dag_(scheduled_dag(task_dag, sch)), sch_(sch) {
         if (sch.stages.size() != dag_.stages.size())
@@ -100,7 +100,7 @@ class Lowerer {
 
     const ComputeDag& dag() const { return dag_; }
 
-  private:
+private:
     struct Region {
         std::vector<Linear> base;          // per spatial axis: first index computed
         std::vector<std::int64_t> extents; // per spatial axis: how many

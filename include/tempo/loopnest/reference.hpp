@@ -10,7 +10,7 @@
 namespace tempo::loopnest {
 
 class ReferenceEvaluator {
-  public:
+public:
     explicit ReferenceEvaluator(const ComputeDag& dag) : dag_(dag) {}
 
     // `inputs` in dag.inputs order; returns every tensor's contents (inputs included).
@@ -22,7 +22,7 @@ class ReferenceEvaluator {
         return values_;
     }
 
-  private:
+private:
     void evaluate(const Stage& s) {
         auto& out = values_[s.output];
         out.assign(static_cast<std::size_t>(dag_.tensors[s.output].elements()), 0.0f);

@@ -25,7 +25,7 @@ struct SpaceOptions {
 inline constexpr int kAutoUnrollChoices[] = {0, 16, 64, 512};
 
 class ScheduleSpace {
-  public:
+public:
     explicit ScheduleSpace(ComputeDag dag, SpaceOptions options = {})
         : dag_(std::move(dag)), opt_(options) {
         const int n = static_cast<int>(dag_.stages.size());
@@ -73,7 +73,7 @@ class ScheduleSpace {
         return false;
     }
 
-  private:
+private:
     void build_sketches() {
         const int n = static_cast<int>(dag_.stages.size());
         // Structural choices per tiled stage: 0 unfused, 1/2 fused at that level; for an output

@@ -37,7 +37,6 @@ struct LoadOptions {
 
 class CdmppModel {
 public:
-
     static CdmppModel load(const std::string& path, LoadOptions options = {}) {
         return CdmppModel(io::SafeTensors::load(path), options);
     }
@@ -138,8 +137,8 @@ inline void positional_encoding(std::size_t p, std::size_t width, float* out) {
     for (std::size_t c = 0; c < width; c += 2) {
         out[c] = float(std::sin(double(p) / std::pow(10000.0, 2.0 * double(c) / double(width))));
         if (c + 1 < width)
-            out[c + 1] = float(
-                std::cos(double(p) / std::pow(10000.0, 2.0 * double(c + 1) / double(width))));
+            out[c + 1] =
+                float(std::cos(double(p) / std::pow(10000.0, 2.0 * double(c + 1) / double(width))));
     }
 }
 
@@ -175,8 +174,8 @@ public:
     void reject_unused(std::string_view ignored_prefix) const {
         for (const std::string& name : file_.names())
             if (!used_.count(name) && name.rfind(ignored_prefix, 0) != 0)
-                throw Error(file_.label(), "unexpected tensor " + json::quote(name) +
-                                               " for this model's config");
+                throw Error(file_.label(),
+                            "unexpected tensor " + json::quote(name) + " for this model's config");
     }
 
 private:
@@ -193,8 +192,8 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
         return json::parse(file.metadata(key), label + ": metadata " + key);
     };
     if (file.metadata("tempo.model") != "cdmpp")
-        throw Error(label, "tempo.model is \"" + file.metadata("tempo.model") +
-                               "\", not a cdmpp model");
+        throw Error(label,
+                    "tempo.model is \"" + file.metadata("tempo.model") + "\", not a cdmpp model");
     if (file.metadata("tempo.format") != "1")
         throw Error(label, "tempo.format \"" + file.metadata("tempo.format") +
                                "\" is not supported (this build reads format 1)");
@@ -228,8 +227,8 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
     if (c.projects_input()) {
         input_proj_ = read.linear("input_proj", c.d_model, c.feature_dim);
         const float* w = read("input_proj.weight", {c.d_model, c.feature_dim});
-        sparse_proj_ = nn::SparseProjection(w, c.d_model, c.feature_dim, norm_min_.data(),
-                                            norm_scale_.data());
+        sparse_proj_ =
+            nn::SparseProjection(w, c.d_model, c.feature_dim, norm_min_.data(), norm_scale_.data());
         proj_base_ = AlignedBuffer<float>(kPeTableRows * c.d_model);
         input_proj_.forward(pe_table_.data(), c.feature_dim, kPeTableRows, proj_base_.data(),
                             c.d_model);
@@ -285,7 +284,8 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
         };
         selftest_.input = copy("selftest.input", {B, L, F});
         selftest_.mask = copy("selftest.input_mask", {B, L});
-        if (c.device) selftest_.device = copy("selftest.input_device", {B, CdmppConfig::kDeviceFeatures});
+        if (c.device)
+            selftest_.device = copy("selftest.input_device", {B, CdmppConfig::kDeviceFeatures});
         selftest_.output = copy("selftest.output", {B});
     }
     if (options.verify_selftest) {
@@ -300,7 +300,8 @@ inline std::size_t CdmppModel::workspace_floats(std::size_t batch, std::size_t l
     const CdmppConfig& c = config_;
     const std::size_t rows = batch * leaves;
     std::size_t encoder = 0;
-    for (const auto& layer : encoder_) encoder = std::max(encoder, layer.workspace_floats(batch, leaves));
+    for (const auto& layer : encoder_)
+        encoder = std::max(encoder, layer.workspace_floats(batch, leaves));
     const std::size_t projection = // encode_projected, for positions past the table
         c.projects_input() ? Workspace::rounded(c.feature_dim) + Workspace::rounded(c.d_model) +
                                  sparse_proj_.workspace_floats()
@@ -309,16 +310,15 @@ inline std::size_t CdmppModel::workspace_floats(std::size_t batch, std::size_t l
            Workspace::floats_for<std::size_t>(rows) +  // tree positions
            Workspace::floats_for<std::uint8_t>(rows) + // key padding
            Workspace::rounded(rows * c.feature_dim) + Workspace::rounded(rows * c.d_model) +
-           projection +
-           Workspace::rounded(batch * CdmppConfig::kDeviceFeatures) +
-           Workspace::rounded(batch * c.pooled_width()) + encoder +
-           embed_.workspace_floats(batch) + device_mlp_.workspace_floats(batch) +
+           projection + Workspace::rounded(batch * CdmppConfig::kDeviceFeatures) +
+           Workspace::rounded(batch * c.pooled_width()) + encoder + embed_.workspace_floats(batch) +
+           device_mlp_.workspace_floats(batch) +
            Workspace::rounded(batch * c.embedding_width()) + // program + device embedding
            decoder_.workspace_floats(batch) + Workspace::rounded(batch);
 }
 
-inline void CdmppModel::encode_projected(const CompactAst& ast, float* rows,
-                                         std::size_t* positions, Workspace& ws) const {
+inline void CdmppModel::encode_projected(const CompactAst& ast, float* rows, std::size_t* positions,
+                                         Workspace& ws) const {
     const std::size_t d = config_.d_model;
     leaf_positions(ast, positions, name_of(ast));
     for (std::size_t r = 0; r < ast.leaves(); ++r) {
@@ -505,7 +505,8 @@ inline double CdmppModel::selftest_error() const {
     double worst = 0.0;
     for (std::size_t b = 0; b < B; ++b) {
         const double want = selftest_.output[b];
-        worst = std::max(worst, std::abs(z[b] - want) / (selftest_.atol + selftest_.rtol * std::abs(want)));
+        worst = std::max(worst, std::abs(z[b] - want) /
+                                    (selftest_.atol + selftest_.rtol * std::abs(want)));
         if (!std::isfinite(z[b])) worst = INFINITY;
     }
     return worst;

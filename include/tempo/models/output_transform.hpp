@@ -42,7 +42,8 @@ struct OutputTransform {
     double seconds(double z) const {
         const double y = z * scale + mean;
         switch (kind) {
-        case Kind::log: return std::exp(y);
+        case Kind::log:
+            return std::exp(y);
         case Kind::boxcox: {
             if (lambda == 0.0) return std::exp(y);
             // Outside Box-Cox's range the base is clamped at 0 (0 s for λ > 0, +inf for λ < 0).
@@ -50,7 +51,8 @@ struct OutputTransform {
             if (base <= 0.0) return lambda > 0 ? 0.0 : std::numeric_limits<double>::infinity();
             return std::pow(base, 1.0 / lambda);
         }
-        case Kind::none: break;
+        case Kind::none:
+            break;
         }
         return y;
     }

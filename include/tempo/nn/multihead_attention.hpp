@@ -51,8 +51,8 @@ public:
         float* ctx = ws.take(rows * d_model_);
         float* scratch = ws.take(kernels::attention_scratch_floats(seq, d_model_));
         in_proj_.forward(x, ldx, rows, qkv, 3 * d_model_);
-        kernels::active::attention({batch, seq, d_model_, heads_}, qkv, 3 * d_model_,
-                                   key_padding, scratch, ctx, d_model_);
+        kernels::active::attention({batch, seq, d_model_, heads_}, qkv, 3 * d_model_, key_padding,
+                                   scratch, ctx, d_model_);
         out_proj_.forward(ctx, d_model_, rows, y, ldy, residual, ldr);
     }
 

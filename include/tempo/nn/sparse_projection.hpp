@@ -19,7 +19,7 @@
 namespace tempo::nn {
 
 class SparseProjection {
-  public:
+public:
     SparseProjection() = default;
     // w: out × in (PyTorch layout); offset, scale: in values.
     SparseProjection(const float* w, std::size_t out, std::size_t in, const float* offset,
@@ -52,7 +52,7 @@ class SparseProjection {
         kernels::active::sparse_rows_sum(base, index, value, count, rows_.data(), ld_, y, out_);
     }
 
-  private:
+private:
     std::size_t out_ = 0, in_ = 0, ld_ = 0;
     AlignedBuffer<float> rows_; // in × ld: rows_[i·ld + j] = scale_i · W[j][i], zero-padded
     AlignedBuffer<float> offset_;

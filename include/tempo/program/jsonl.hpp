@@ -17,7 +17,8 @@ namespace tempo {
 namespace detail {
 inline std::int32_t as_int32(const json::Node& n) {
     const std::int64_t v = n.as_int64();
-    if (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())
+    if (v < std::numeric_limits<std::int32_t>::min() ||
+        v > std::numeric_limits<std::int32_t>::max())
         n.fail("integer out of range");
     return static_cast<std::int32_t>(v);
 }

@@ -20,8 +20,8 @@ namespace tempo {
 struct AstLimits {
     std::size_t feature_dim = 164;
     std::size_t max_leaves = 16;
-    bool exact_leaves = false;      // flatten pooling takes exactly max_leaves
-    std::size_t device_dim = 0;     // 0: the model takes no device features
+    bool exact_leaves = false;  // flatten pooling takes exactly max_leaves
+    std::size_t device_dim = 0; // 0: the model takes no device features
 };
 
 namespace detail {
@@ -37,9 +37,9 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
     using detail::bad_field;
     const std::size_t n = ast.leaves();
     if (ast.feature_dim != limits.feature_dim)
-        bad_field(where, "features", "rows of " + std::to_string(ast.feature_dim) +
-                                         " values, the model takes " +
-                                         std::to_string(limits.feature_dim));
+        bad_field(where, "features",
+                  "rows of " + std::to_string(ast.feature_dim) + " values, the model takes " +
+                      std::to_string(limits.feature_dim));
     if (n == 0) bad_field(where, "leaf_ids", "no leaves");
     if (n > limits.max_leaves || (limits.exact_leaves && n != limits.max_leaves))
         bad_field(where, "leaf_ids",
@@ -47,8 +47,9 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
                       (limits.exact_leaves ? "exactly " : "at most ") +
                       std::to_string(limits.max_leaves));
     if (ast.features.size() != n * ast.feature_dim)
-        bad_field(where, "features", std::to_string(ast.features.size() / std::max<std::size_t>(1, ast.feature_dim)) +
-                                         " rows for " + std::to_string(n) + " leaf_ids");
+        bad_field(where, "features",
+                  std::to_string(ast.features.size() / std::max<std::size_t>(1, ast.feature_dim)) +
+                      " rows for " + std::to_string(n) + " leaf_ids");
     for (std::size_t i = 0; i < ast.features.size(); ++i)
         if (!std::isfinite(ast.features[i]))
             bad_field(where, "features",
@@ -56,9 +57,10 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
                           std::to_string(i % ast.feature_dim) + " is not finite");
     if (ast.device.size() != limits.device_dim)
         bad_field(where, "device",
-                  limits.device_dim ? "the model needs " + std::to_string(limits.device_dim) +
-                                          " device features, got " + std::to_string(ast.device.size())
-                                    : std::string("the model takes no device features"));
+                  limits.device_dim
+                      ? "the model needs " + std::to_string(limits.device_dim) +
+                            " device features, got " + std::to_string(ast.device.size())
+                      : std::string("the model takes no device features"));
     for (float v : ast.device)
         if (!std::isfinite(v)) bad_field(where, "device", "values must be finite");
 
@@ -69,7 +71,8 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
     for (std::size_t i = 0; i < ast.tree.size(); ++i) {
         const std::int32_t t = ast.tree[i];
         if (t == -1) {
-            if (depth == 0) bad_field(where, "tree", "-1 at index " + std::to_string(i) + " closes no node");
+            if (depth == 0)
+                bad_field(where, "tree", "-1 at index " + std::to_string(i) + " closes no node");
             if (--depth == 0 && i + 1 != ast.tree.size())
                 bad_field(where, "tree",
                           ast.tree[i + 1] == -1
@@ -77,8 +80,9 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
                               : "more than one root (index " + std::to_string(i + 1) + ")");
         } else {
             if (t != next_id)
-                bad_field(where, "tree", "index " + std::to_string(i) + " holds " + std::to_string(t) +
-                                             ", expected pre-order id " + std::to_string(next_id));
+                bad_field(where, "tree",
+                          "index " + std::to_string(i) + " holds " + std::to_string(t) +
+                              ", expected pre-order id " + std::to_string(next_id));
             ++next_id;
             ++depth;
         }
@@ -90,7 +94,8 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
         if (id < 0 || id >= next_id)
             bad_field(where, "leaf_ids", "id " + std::to_string(id) + " is not a node of the tree");
         for (std::size_t q = 0; q < r; ++q)
-            if (ast.leaf_ids[q] == id) bad_field(where, "leaf_ids", "id " + std::to_string(id) + " repeated");
+            if (ast.leaf_ids[q] == id)
+                bad_field(where, "leaf_ids", "id " + std::to_string(id) + " repeated");
     }
 }
 

@@ -33,8 +33,7 @@ inline void gemm(const float* x, std::size_t ldx, std::size_t m, const PackedWei
     ConstRowMap X(x, M, K, Eigen::OuterStride<>(Eigen::Index(ldx)));
     RowMap Y(y, M, N, Eigen::OuterStride<>(Eigen::Index(ldy)));
     Y.noalias() = X * w.matrix().transpose();
-    if (ep.bias)
-        Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(ep.bias, N);
+    if (ep.bias) Y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(ep.bias, N);
     if (ep.activation == Activation::relu)
         Y = Y.cwiseMax(0.0f);
     else if (ep.activation != Activation::none)
