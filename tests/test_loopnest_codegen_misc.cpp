@@ -31,12 +31,12 @@ TEST_CASE("pooling") {
                                              {"padding", {0, 0}},
                                              {"count_include_pad", {1}}}));
     check_task(
-        make_task("global_avg_pool2d_nhwc", {{"N", {2}}, {"H", {7}}, {"W", {7}}, {"C", {16}}}), 50,
-        30);
+        make_task("global_avg_pool2d_nhwc", {{"N", {2}}, {"H", {7}}, {"W", {7}}, {"C", {16}}}));
 }
 TEST_CASE("softmax, layer_norm, transpose, reduce_sum") {
     check_task(make_task("softmax", {{"rows", {12}}, {"cols", {32}}}));
     check_task(make_task("layer_norm", {{"rows", {8}}, {"cols", {48}}}, {"add"}));
+    // A pure data movement has no tiling or reduction: Ansor's space holds 2 programs here.
     check_task(make_task("transpose", {{"rows", {24}}, {"cols", {16}}}), 50, 2);
-    check_task(make_task("reduce_sum", {{"rows", {6}}, {"cols", {40}}}), 50, 4);
+    check_task(make_task("reduce_sum", {{"rows", {6}}, {"cols", {40}}}));
 }

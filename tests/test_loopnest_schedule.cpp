@@ -47,9 +47,16 @@ TEST_CASE("sketches: fused at level 1, 2 or unfused; cache write for an output r
     CHECK(ScheduleSpace(build_dag(resnet_conv())).sketch_count() == 3);
     CHECK(ScheduleSpace(build_dag(make_task("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}})))
               .sketch_count() == 3);
+    // An untiled reduction longer than the 2 cores: plain, rfactor outer, rfactor inner.
     CHECK(ScheduleSpace(build_dag(make_task("global_avg_pool2d_nhwc",
                                             {{"N", {1}}, {"H", {4}}, {"W", {4}}, {"C", {8}}})))
+              .sketch_count() == 3);
+    CHECK(ScheduleSpace(build_dag(make_task("reduce_sum", {{"rows", {4}}, {"cols", {2}}})))
               .sketch_count() == 1);
+    // softmax: its normalisation is tiled (unfused, or a cache write fused at level 1 or 2);
+    // the unfused form also gets rfactor on its max or on its exp-sum (one per schedule).
+    CHECK(ScheduleSpace(build_dag(make_task("softmax", {{"rows", {4}}, {"cols", {8}}})))
+              .sketch_count() == 3 + 2 + 2);
     // bias_add and the residual add are inlined, the padding (a branch) is not.
     ScheduleSpace space(build_dag(resnet_conv()));
     std::mt19937_64 rng(3);
@@ -169,4 +176,40 @@ TEST_CASE("a fused schedule edited into inconsistency is refused") {
             }
         }
     }
+}
+
+TEST_CASE("rfactor splits a reduction into a .rf stage and the stage reducing it") {
+    const ComputeDag dag = build_dag(
+        make_task("global_avg_pool2d_nhwc", {{"N", {2}}, {"H", {3}}, {"W", {4}}, {"C", {5}}}));
+    for (bool inner : {false, true}) {
+        INFO("inner " << inner);
+        const ComputeDag r = apply_rfactor(dag, Rfactor{0, inner, 4}); // E = 12 = 3 × 4
+        REQUIRE(r.stages.size() == dag.stages.size() + 1);
+        CHECK(r.stages[0].name == "adaptive_pool_sum.rf");
+        CHECK(r.stages[1].name == "adaptive_pool_sum");
+        CHECK(r.tensors[r.stages[0].output].shape ==
+              std::vector<std::int64_t>{2, 5, inner ? 4 : 3});
+        CHECK(r.stages[0].reduce_axes.size() == 1);
+        CHECK(r.stages[0].reduce_axes[0].extent == (inner ? 3 : 4));
+        CHECK(r.stages[1].reduce_axes[0].extent == (inner ? 4 : 3));
+        CHECK(r.stages[1].output == dag.stages[0].output);
+    }
+    // Replays through JSON; a factor that does not divide the reduce length is refused.
+    ScheduleSpace space(dag);
+    std::mt19937_64 rng(5);
+    int seen = 0;
+    for (int i = 0; i < 60 && seen < 10; ++i) {
+        Schedule s = space.sample(rng);
+        if (s.rfactor.stage < 0) continue;
+        ++seen;
+        const ComputeDag sdag = scheduled_dag(dag, s);
+        const Schedule back = schedule_from_json(schedule_to_json(s, sdag), "sch");
+        CHECK(back == s);
+        validate_schedule(dag, back, "sch");
+        Schedule bad = s;
+        bad.rfactor.factor = 5;
+        CHECK_THROWS_WITH(validate_schedule(dag, bad, "sch"),
+                          "sch.rfactor.factor: 5 does not divide the reduce length 12");
+    }
+    CHECK(seen == 10);
 }

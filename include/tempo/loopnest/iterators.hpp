@@ -68,9 +68,14 @@ inline std::vector<Iterator> stage_iterators(const ComputeDag& dag, const Schedu
             out.push_back(Iterator{false, a, product(tiles[a], st.follow_level), 1});
         return out;
     }
-    for (int a = 0; a < ns; ++a)
+    // An inner rfactor's ".rf" stage loops over its factored (last) axis inside the reduction.
+    const bool factored_last = sch.rfactor.inner && s == sch.rfactor.stage;
+    const int outer = factored_last ? ns - 1 : ns;
+    for (int a = 0; a < outer; ++a)
         out.push_back(Iterator{false, a, extents.empty() ? stage.axes[a].extent : extents[a], 1});
     for (int r = 0; r < nr; ++r) out.push_back(Iterator{true, r, stage.reduce_axes[r].extent, 1});
+    for (int a = outer; a < ns; ++a)
+        out.push_back(Iterator{false, a, extents.empty() ? stage.axes[a].extent : extents[a], 1});
     return out;
 }
 

@@ -1,8 +1,11 @@
-// Ansor's CPU schedule space for one task: sketches (always-inline, cache write, multi-level
-// tiling with fusion at level 1 or 2 or none), the init-population rules (random exact-divisor
-// tile sizes, compute location, parallel outer fusion, auto-unroll, vectorisation) and the
-// evolutionary mutations (tile size 0.90, auto-unroll 0.04, compute location 0.05, parallel
-// 0.01). See workloads_and_schedules.md §2.
+// Ansor's CPU schedule space for one task: sketches (always-inline, rfactor, cache write,
+// multi-level tiling with fusion at level 1 or 2 or none), the init-population rules (random
+// exact-divisor tile sizes and rfactor split, compute location, parallel outer fusion,
+// auto-unroll, vectorisation) and the evolutionary mutations (tile size 0.90, auto-unroll 0.04,
+// compute location 0.05, parallel 0.01). See workloads_and_schedules.md §2.
+// Simplifications: rfactor applies to untiled reductions only (a tiled op needs it only when
+// its spatial size is ≤ 32 on 2 cores), to at most one stage per schedule, and never together
+// with a cache write.
 #pragma once
 
 #include "tempo/loopnest/analysis.hpp"
@@ -41,6 +44,7 @@ public:
 
     Schedule sample(std::mt19937_64& rng) const {
         Schedule sch = sketches_[rng() % sketches_.size()];
+        if (sch.rfactor.stage >= 0) sch.rfactor.factor = pick_rfactor_split(sch, rng);
         const ComputeDag sdag = scheduled_dag(dag_, sch);
         for (std::size_t s = 0; s < sch.stages.size(); ++s)
             if (sch.stages[s].tiled()) fill_tiles(sdag.stages[s], sch.stages[s], rng);
@@ -112,7 +116,36 @@ private:
             }
             partial = next;
         }
+        // AddRfactor: an untiled reduction longer than the core count also gets the two
+        // rfactor forms (its split factor is drawn per sample).
+        const std::size_t plain = partial.size();
+        for (int s = n - 1; s >= 0; --s) {
+            const Stage& st = dag_.stages[s];
+            if (tiled_[s] || inlined_[s] || !st.is_reduction() ||
+                reduce_length(st) <= opt_.num_cores)
+                continue;
+            for (std::size_t b = 0; b < plain; ++b) {
+                if (partial[b].cache_write_stage >= 0 || partial[b].stages[s].follow_stage >= 0)
+                    continue;
+                for (bool inner : {false, true}) {
+                    Schedule sch = partial[b];
+                    sch.rfactor = Rfactor{s, inner, 1};
+                    sch.stages.insert(sch.stages.begin() + s, StageSchedule{});
+                    for (auto& x : sch.stages) { // indices past s moved by one
+                        if (x.attach == Attach::At && x.attach_stage >= s) ++x.attach_stage;
+                        if (x.follow_stage >= s) ++x.follow_stage;
+                    }
+                    partial.push_back(sch);
+                }
+            }
+        }
         sketches_ = partial;
+    }
+
+    // The rfactor split: I (the inner part) as FillTileSize draws a 2-level split.
+    std::int64_t pick_rfactor_split(const Schedule& sch, std::mt19937_64& rng) const {
+        const auto& choices = factorizations(reduce_length(dag_.stages[sch.rfactor.stage]), 2);
+        return choices[rng() % choices.size()][1];
     }
 
     static void init_tiles(StageSchedule& st, const Stage& stage) {
@@ -270,8 +303,14 @@ private:
         for (int s = 0; s < static_cast<int>(sch.stages.size()); ++s)
             for (int a = 0; a < static_cast<int>(sch.stages[s].tiles.size()); ++a)
                 if (product(sch.stages[s].tiles[a]) > 1) splits.emplace_back(s, a);
+        if (sch.rfactor.stage >= 0) splits.emplace_back(-1, -1); // the rfactor split
         if (splits.empty()) return false;
         auto [s, a] = splits[rng() % splits.size()];
+        if (s < 0) {
+            const std::int64_t old = sch.rfactor.factor;
+            sch.rfactor.factor = pick_rfactor_split(sch, rng);
+            return sch.rfactor.factor != old;
+        }
         auto& f = sch.stages[s].tiles[a];
         std::vector<int> sources;
         for (int l = 0; l < static_cast<int>(f.size()); ++l)

@@ -41,6 +41,11 @@ inline json::Value schedule_to_json(const Schedule& sch, const ComputeDag& sdag)
     using serialize_detail::member;
     json::Value::Object root;
     member(root, "cache_write", sch.cache_write_stage);
+    if (sch.rfactor.stage >= 0)
+        member(root, "rfactor",
+               json::Value::Object{{"stage", sch.rfactor.stage},
+                                   {"part", sch.rfactor.inner ? "inner" : "outer"},
+                                   {"factor", sch.rfactor.factor}});
     json::Value::Array stages;
     for (std::size_t s = 0; s < sch.stages.size(); ++s) {
         const StageSchedule& st = sch.stages[s];
@@ -73,6 +78,20 @@ inline Schedule schedule_from_json(const json::Value& v, const std::string& wher
     const json::Value* cw = v.find("cache_write");
     if (!cw) throw Error(where, "missing \"cache_write\"");
     sch.cache_write_stage = static_cast<int>(cw->as_int64(where + ".cache_write"));
+    if (const json::Value* rf = v.find("rfactor")) {
+        const std::string w = where + ".rfactor";
+        const json::Value* stage = rf->find("stage");
+        const json::Value* part = rf->find("part");
+        const json::Value* factor = rf->find("factor");
+        if (!stage || !part || !factor) throw Error(w, "expected {stage, part, factor}");
+        sch.rfactor.stage = static_cast<int>(stage->as_int64(w + ".stage"));
+        const std::string& p = part->as_string(w + ".part");
+        if (p != "inner" && p != "outer")
+            throw Error(w + ".part", "expected inner or outer, got \"" + p + "\"");
+        sch.rfactor.inner = p == "inner";
+        sch.rfactor.factor = factor->as_int64(w + ".factor");
+        if (sch.rfactor.stage < 0) throw Error(w + ".stage", "negative stage");
+    }
     const json::Value* stages = v.find("stages");
     if (!stages) throw Error(where, "missing \"stages\"");
     for (std::size_t s = 0; s < stages->as_array(where + ".stages").size(); ++s) {
@@ -121,6 +140,18 @@ inline void validate_schedule(const ComputeDag& task_dag, const Schedule& sch,
                               const std::string& where) {
     if (sch.cache_write_stage >= static_cast<int>(task_dag.stages.size()))
         throw Error(where, "cache_write stage out of range");
+    if (sch.rfactor.stage >= 0) {
+        const std::string w = where + ".rfactor";
+        if (sch.cache_write_stage >= 0) throw Error(w, "rfactor together with a cache write");
+        if (sch.rfactor.stage >= static_cast<int>(task_dag.stages.size()))
+            throw Error(w, "stage out of range");
+        const Stage& st = task_dag.stages[sch.rfactor.stage];
+        if (!st.is_reduction()) throw Error(w, "stage " + st.name + " is not a reduction");
+        if (sch.rfactor.factor < 1 || reduce_length(st) % sch.rfactor.factor != 0)
+            throw Error(w + ".factor", std::to_string(sch.rfactor.factor) +
+                                           " does not divide the reduce length " +
+                                           std::to_string(reduce_length(st)));
+    }
     const ComputeDag sdag = scheduled_dag(task_dag, sch);
     const int n = static_cast<int>(sdag.stages.size());
     if (static_cast<int>(sch.stages.size()) != n)
