@@ -46,14 +46,14 @@ struct TinySetup {
                    R"("tasks":[{"name":"fc","op":"dense","params":{"M":4,"N":8,"K":16},)"
                    R"("epilogue":["bias_add"],"count":2}]})");
     }
-    DataOptions options(int per_task) const {
-        DataOptions o = parse_data_options({"measure", "--target", "test.t1", "--per-task",
-                                            std::to_string(per_task), "--data", data, "--scratch",
-                                            root + "/scratch", "--batch", "2",
-                                            // off the last core, where real measurements run
-                                            "--core", "0", "--compile-cores", "0"},
-                                           workloads);
-        return o;
+    // The quiet guard is off unless `quiet` is given: ctest runs other suites beside this one.
+    DataOptions options(int per_task, const std::string& quiet = "off") const {
+        return parse_data_options(
+            {"measure", "--target", "test.t1", "--per-task", std::to_string(per_task), "--data",
+             data, "--scratch", root + "/scratch", "--batch", "2",
+             // off the last core, where real measurements run
+             "--core", "0", "--compile-cores", "0", "--quiet", quiet, "--quiet-wait", "0.2"},
+            workloads);
     }
 };
 
@@ -255,6 +255,18 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
 
     // A second run has nothing left to do; asking for more continues the same stream.
     CHECK(lab_measure(s.options(6), log) == 0);
-    CHECK(lab_measure(s.options(8), log) == 2);
-    CHECK(all_records(dir).size() == 8);
+    // ...here with the quiet guard on (waiting at most 0.2 s per try), which the records say.
+    CHECK(lab_measure(s.options(8, "0.5"), log) == 2);
+    recs = all_records(dir);
+    CHECK(recs.size() == 8);
+    int guarded = 0;
+    for (const auto& r : recs) {
+        const json::Value& quiet = *r.find("run")->find("quiet");
+        if (quiet.find("max_busy")->is_null()) continue;
+        ++guarded;
+        CHECK(quiet.find("max_busy")->as_double() == 0.5);
+        CHECK(quiet.find("waited_s")->as_double() >= 0);
+        CHECK(quiet.find("redone")->as_int64() >= 0);
+    }
+    CHECK(guarded == 2);
 }

@@ -770,6 +770,7 @@ inline double others_busy(const std::vector<std::pair<double, double>>& a,
 // it waits, up to `max_wait_s`, for a 100 ms window in which the CPUs outside `cores` were at
 // most `max_busy` busy; after the try it reports whether they were busier than that during
 // it. /proc/stat counts in 10 ms ticks, so a short try reads as 0 or 1 (busy): strict.
+// With `max_busy` < 0 it never waits nor redoes a try, and only reports how busy they were.
 class QuietGuard {
 public:
     QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s,
@@ -778,6 +779,10 @@ public:
           still_waiting_(std::move(still_waiting)) {}
 
     void wait() {
+        if (max_busy_ < 0) {
+            start_ = cpu_jiffies();
+            return;
+        }
         const double t0 = now_s();
         double noted = t0;
         for (;;) {
@@ -795,7 +800,7 @@ public:
     }
     bool disturbed() {
         last_busy_ = others_busy(start_, cpu_jiffies(), cores_);
-        return last_busy_ > max_busy_;
+        return max_busy_ >= 0 && last_busy_ > max_busy_;
     }
     double last_busy() const { return last_busy_; }
     double waited_s() const { return waited_s_; }
@@ -885,21 +890,13 @@ inline int run_batch_main(const std::string& spec_path) {
             continue;
         }
         json::Value::Object timed{{"i", idx}, {"event", "timed"}};
-        TimingResult r;
-        if (spec.quiet_max_busy >= 0) {
-            QuietGuard guard(spec.cores, spec.quiet_max_busy, spec.quiet_wait_s, [&] {
-                emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}});
-            });
-            r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s,
-                             guard);
-            timed.push_back({"others_busy", guard.last_busy()});
-            timed.push_back({"waited_s", guard.waited_s()});
-        } else {
-            const auto j0 = cpu_jiffies();
-            r = time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s);
-            timed.push_back({"others_busy", others_busy(j0, cpu_jiffies(), spec.cores)});
-            timed.push_back({"waited_s", 0.0});
-        }
+        QuietGuard guard(spec.cores, spec.quiet_max_busy, spec.quiet_wait_s, [&] {
+            emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}});
+        });
+        const TimingResult r =
+            time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s, guard);
+        timed.push_back({"others_busy", guard.last_busy()});
+        timed.push_back({"waited_s", guard.waited_s()});
         json::Value::Array costs;
         for (double c : r.costs) costs.emplace_back(c);
         timed.push_back({"costs", costs});
