@@ -21,20 +21,6 @@
 
 using namespace tempo::loopnest;
 
-namespace {
-
-Task task(const std::string& op,
-          std::vector<std::pair<std::string, std::vector<std::int64_t>>> params,
-          std::vector<std::string> epilogue) {
-    Task t;
-    t.op = op;
-    for (auto& [k, v] : params) t.set(k, v);
-    t.epilogue = std::move(epilogue);
-    return t;
-}
-
-} // namespace
-
 int main(int argc, char** argv) {
     std::string out = "bench/results/featurize.md";
     for (int i = 1; i < argc; ++i) {
@@ -47,42 +33,42 @@ int main(int argc, char** argv) {
     }
     const tempo::bench::OthersBusy others;
     const std::vector<Task> tasks = {
-        task("conv2d_nhwc",
-             {{"N", {1}},
-              {"H", {56}},
-              {"W", {56}},
-              {"C", {64}},
-              {"K", {64}},
-              {"R", {3}},
-              {"S", {3}},
-              {"stride", {1, 1}},
-              {"padding", {1, 1}},
-              {"dilation", {1, 1}},
-              {"groups", {1}}},
-             {"bias_add", "add", "relu"}),
-        task("conv2d_nhwc",
-             {{"N", {1}},
-              {"H", {112}},
-              {"W", {112}},
-              {"C", {96}},
-              {"K", {96}},
-              {"R", {3}},
-              {"S", {3}},
-              {"stride", {2, 2}},
-              {"padding", {1, 1}},
-              {"dilation", {1, 1}},
-              {"groups", {96}}},
-             {"bias_add", "relu6"}),
-        task("dense", {{"M", {128}}, {"N", {3072}}, {"K", {768}}}, {"bias_add", "gelu"}),
-        task("batch_matmul",
-             {{"B", {12}},
-              {"M", {128}},
-              {"N", {128}},
-              {"K", {64}},
-              {"transpose_b", {1}},
-              {"broadcast_b", {0}}},
-             {"scale"}),
-        task("softmax", {{"rows", {1536}}, {"cols", {128}}}, {}),
+        Task::make("conv2d_nhwc",
+                   {{"N", {1}},
+                    {"H", {56}},
+                    {"W", {56}},
+                    {"C", {64}},
+                    {"K", {64}},
+                    {"R", {3}},
+                    {"S", {3}},
+                    {"stride", {1, 1}},
+                    {"padding", {1, 1}},
+                    {"dilation", {1, 1}},
+                    {"groups", {1}}},
+                   {"bias_add", "add", "relu"}),
+        Task::make("conv2d_nhwc",
+                   {{"N", {1}},
+                    {"H", {112}},
+                    {"W", {112}},
+                    {"C", {96}},
+                    {"K", {96}},
+                    {"R", {3}},
+                    {"S", {3}},
+                    {"stride", {2, 2}},
+                    {"padding", {1, 1}},
+                    {"dilation", {1, 1}},
+                    {"groups", {96}}},
+                   {"bias_add", "relu6"}),
+        Task::make("dense", {{"M", {128}}, {"N", {3072}}, {"K", {768}}}, {"bias_add", "gelu"}),
+        Task::make("batch_matmul",
+                   {{"B", {12}},
+                    {"M", {128}},
+                    {"N", {128}},
+                    {"K", {64}},
+                    {"transpose_b", {1}},
+                    {"broadcast_b", {0}}},
+                   {"scale"}),
+        Task::make("softmax", {{"rows", {1536}}, {"cols", {128}}}, {}),
     };
     std::ostringstream table;
     char line[512];

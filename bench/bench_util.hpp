@@ -13,6 +13,7 @@
 #include <vector>
 #include <xsimd/xsimd.hpp>
 
+#include "../tools/lab/cpu_load.hpp"
 #include "tempo/kernels/simd.hpp"
 
 namespace tempo::bench {
@@ -65,38 +66,15 @@ public:
         CPU_ZERO(&set);
         CPU_SET(cpu_, &set);
         sched_setaffinity(0, sizeof set, &set);
-        start_ = jiffies();
+        start_ = lab::cpu_jiffies();
     }
     int cpu() const { return cpu_; }
     // Busy fraction of the other CPUs since construction (0 when there are none).
     double fraction() const {
-        const auto now = jiffies();
-        double busy = 0, total = 0;
-        for (std::size_t c = 0; c < std::min(now.size(), start_.size()); ++c) {
-            if (static_cast<int>(c) == cpu_) continue;
-            busy += now[c].first - start_[c].first;
-            total += now[c].second - start_[c].second;
-        }
-        return total > 0 ? busy / total : 0.0;
+        return std::max(0.0, lab::others_busy(start_, lab::cpu_jiffies(), {cpu_}));
     }
 
 private:
-    // Per CPU: (busy, total) ticks from /proc/stat.
-    static std::vector<std::pair<double, double>> jiffies() {
-        std::vector<std::pair<double, double>> out;
-        std::ifstream in("/proc/stat");
-        for (std::string line; std::getline(in, line);) {
-            if (line.rfind("cpu", 0) != 0 || line.size() < 4 || line[3] < '0' || line[3] > '9')
-                continue;
-            std::istringstream f(line.substr(line.find(' ')));
-            double v[8] = {0};
-            for (double& x : v) f >> x;
-            double total = 0;
-            for (double x : v) total += x;
-            out.emplace_back(total - v[3] - v[4], total); // idle and iowait are not busy
-        }
-        return out;
-    }
     int cpu_ = 0;
     std::vector<std::pair<double, double>> start_;
 };

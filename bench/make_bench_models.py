@@ -35,6 +35,7 @@ sys.path.insert(0, ROOT)
 from converters import cdmpp_torch as ct  # noqa: E402
 from converters import convert as cv  # noqa: E402
 from converters import random_programs as rp  # noqa: E402
+from converters.make_parity_fixtures import calibrate_batchnorm, randomise  # noqa: E402
 from converters import safetensors_io  # noqa: E402
 
 T = ct.OutputTransform
@@ -43,39 +44,6 @@ SPECS = {  # name -> (seed, config, output transform)
     "compact": (202, ct.compact_config(dropout=0.0), T("boxcox", 0.05, -6.5, 1.2)),
 }
 CALIBRATION = 128
-
-
-def _randomise(model, gen):
-    """Distinct weights per encoder layer (nn.TransformerEncoder deep-copies one initialised
-    layer, so all layers start identical -- TorchScript freezing would then store, and stream,
-    one copy), non-trivial LayerNorm affine parameters and attention biases."""
-    with torch.no_grad():
-        for layer in model.encoder.layers:
-            layer.self_attn._reset_parameters()
-            layer.linear1.reset_parameters()
-            layer.linear2.reset_parameters()
-            layer.self_attn.out_proj.reset_parameters()
-        for mod in model.modules():
-            if isinstance(mod, torch.nn.LayerNorm):
-                mod.weight.copy_(0.7 + 0.6 * torch.rand(mod.weight.shape, generator=gen))
-                mod.bias.copy_(0.1 * torch.randn(mod.bias.shape, generator=gen))
-            if isinstance(mod, torch.nn.MultiheadAttention):
-                mod.in_proj_bias.copy_(0.1 * torch.randn(mod.in_proj_bias.shape, generator=gen))
-                mod.out_proj.bias.copy_(0.1 * torch.randn(mod.out_proj.bias.shape, generator=gen))
-
-
-def _calibrate(model, x, mask, dev):
-    """BatchNorm running statistics from forward passes over random programs."""
-    bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm1d)]
-    model.eval()
-    for bn in bns:
-        bn.reset_running_stats()
-        bn.momentum = None
-        bn.train()
-    with torch.no_grad():
-        for s in range(0, x.shape[0], 64):
-            model(x[s:s + 64], mask[s:s + 64], None if dev is None else dev[s:s + 64])
-    model.eval()
 
 
 class Forward(torch.nn.Module):
@@ -97,12 +65,12 @@ def build(name: str, out: str, programs: int, leaves: int) -> dict:
     rng = np.random.default_rng(seed)
     prof = rp.random_profile(rng, config.feature_dim)
     model = ct.CdmppModel(config, transform)
-    _randomise(model, gen)
+    randomise(model, gen)
     exact = config.pooling == "flatten"
     calib = [rp.random_program(rng, prof, n, config.device)
              for n in rp.random_leaf_counts(rng, CALIBRATION, config.max_leaves, exact)]
-    _calibrate(model, *ct.preprocess(calib, prof.norm_min, prof.norm_max, config,
-                                      dtype=torch.float32))
+    calibrate_batchnorm(model, *ct.preprocess(calib, prof.norm_min, prof.norm_max, config,
+                                              dtype=torch.float32))
 
     # the model file
     ckpt = cv.make_checkpoint(model, prof.norm_min, prof.norm_max,

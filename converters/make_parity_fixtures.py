@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import sys
+from typing import Optional
 
 import numpy as np
 import torch
@@ -81,7 +82,7 @@ def _specs():
     }
 
 
-def _randomise(model: ct.CdmppModel, gen: torch.Generator) -> None:
+def randomise(model: ct.CdmppModel, gen: torch.Generator) -> None:
     """Distinct weights in every layer (nn.TransformerEncoder starts all its layers as copies
     of one, so a loader mixing up layers would otherwise go unnoticed), and non-trivial
     LayerNorm affine and attention biases (PyTorch inits them to 1 / 0)."""
@@ -105,9 +106,11 @@ def _randomise(model: ct.CdmppModel, gen: torch.Generator) -> None:
                 mod.out_proj.bias.copy_(0.1 * torch.randn(mod.out_proj.bias.shape, generator=gen))
 
 
-def _calibrate(model: ct.CdmppModel, x, mask, dev, gen: torch.Generator) -> None:
-    """BatchNorm running statistics from real forward passes, then random gamma/beta and a
-    mild perturbation, so folding is exercised with realistic, non-identity statistics."""
+def calibrate_batchnorm(model: ct.CdmppModel, x, mask, dev,
+                        gen: Optional[torch.Generator] = None) -> None:
+    """BatchNorm running statistics from real forward passes (preprocessed inputs); with
+    `gen`, then random gamma/beta and a mild perturbation, so folding is exercised with
+    realistic, non-identity statistics. Leaves the model in eval mode."""
     bns = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm1d)]
     model.eval()
     for bn in bns:
@@ -120,6 +123,8 @@ def _calibrate(model: ct.CdmppModel, x, mask, dev, gen: torch.Generator) -> None
         for bn in bns:
             bn.momentum = 0.1
             bn.eval()
+            if gen is None:
+                continue
             n = bn.num_features
             bn.running_var.mul_(0.8 + 0.4 * torch.rand(n, generator=gen))
             bn.running_mean.add_(0.05 * torch.randn(n, generator=gen) * bn.running_var.sqrt())
@@ -137,13 +142,13 @@ def build_fixture(name: str, out_dir: str, programs: int = PROGRAMS) -> dict:
     exact = config.pooling == "flatten"
     prof = rp.random_profile(rng, config.feature_dim)
     model = ct.CdmppModel(config, transform)
-    _randomise(model, gen)
+    randomise(model, gen)
 
     calib = [rp.random_program(rng, prof, n, config.device)
              for n in rp.random_leaf_counts(rng, CALIBRATION, config.max_leaves, exact)]
     xc, mc, dc = ct.preprocess(calib, prof.norm_min, prof.norm_max, config,
                                dtype=torch.float32)
-    _calibrate(model, xc, mc, dc, gen)
+    calibrate_batchnorm(model, xc, mc, dc, gen)
 
     asts = [rp.random_program(rng, prof, n, config.device, pid=f"{name}-{k}")
             for k, n in enumerate(rp.random_leaf_counts(rng, programs, config.max_leaves, exact))]

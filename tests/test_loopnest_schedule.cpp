@@ -11,24 +11,23 @@
 #include <sstream>
 
 using namespace tempo::loopnest;
-using loopnest_test::make_task;
 
 namespace {
 
 Task resnet_conv() {
-    return make_task("conv2d_nhwc",
-                     {{"N", {1}},
-                      {"H", {56}},
-                      {"W", {56}},
-                      {"C", {64}},
-                      {"K", {64}},
-                      {"R", {3}},
-                      {"S", {3}},
-                      {"stride", {1, 1}},
-                      {"padding", {1, 1}},
-                      {"dilation", {1, 1}},
-                      {"groups", {1}}},
-                     {"bias_add", "add", "relu"});
+    return Task::make("conv2d_nhwc",
+                      {{"N", {1}},
+                       {"H", {56}},
+                       {"W", {56}},
+                       {"C", {64}},
+                       {"K", {64}},
+                       {"R", {3}},
+                       {"S", {3}},
+                       {"stride", {1, 1}},
+                       {"padding", {1, 1}},
+                       {"dilation", {1, 1}},
+                       {"groups", {1}}},
+                      {"bias_add", "add", "relu"});
 }
 
 std::vector<double> number_array(const std::string& text, const std::string& key) {
@@ -45,17 +44,17 @@ std::vector<double> number_array(const std::string& text, const std::string& key
 
 TEST_CASE("sketches: fused at level 1, 2 or unfused; cache write for an output reduction") {
     CHECK(ScheduleSpace(build_dag(resnet_conv())).sketch_count() == 3);
-    CHECK(ScheduleSpace(build_dag(make_task("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}})))
+    CHECK(ScheduleSpace(build_dag(Task::make("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}})))
               .sketch_count() == 3);
     // An untiled reduction longer than the 2 cores: plain, rfactor outer, rfactor inner.
-    CHECK(ScheduleSpace(build_dag(make_task("global_avg_pool2d_nhwc",
-                                            {{"N", {1}}, {"H", {4}}, {"W", {4}}, {"C", {8}}})))
+    CHECK(ScheduleSpace(build_dag(Task::make("global_avg_pool2d_nhwc",
+                                             {{"N", {1}}, {"H", {4}}, {"W", {4}}, {"C", {8}}})))
               .sketch_count() == 3);
-    CHECK(ScheduleSpace(build_dag(make_task("reduce_sum", {{"rows", {4}}, {"cols", {2}}})))
+    CHECK(ScheduleSpace(build_dag(Task::make("reduce_sum", {{"rows", {4}}, {"cols", {2}}})))
               .sketch_count() == 1);
     // softmax: its normalisation is tiled (unfused, or a cache write fused at level 1 or 2);
     // the unfused form also gets rfactor on its max or on its exp-sum (one per schedule).
-    CHECK(ScheduleSpace(build_dag(make_task("softmax", {{"rows", {4}}, {"cols", {8}}})))
+    CHECK(ScheduleSpace(build_dag(Task::make("softmax", {{"rows", {4}}, {"cols", {8}}})))
               .sketch_count() == 3 + 2 + 2);
     // bias_add and the residual add are inlined, the padding (a branch) is not.
     ScheduleSpace space(build_dag(resnet_conv()));
@@ -87,15 +86,15 @@ TEST_CASE("tiles are exact divisor splits, innermost ≤ 64; sampling is determi
 
 TEST_CASE("schedule JSON round trip replays to the same program and features") {
     for (const Task& task :
-         {resnet_conv(), make_task("dense", {{"M", {64}}, {"N", {128}}, {"K", {32}}}),
-          make_task("avg_pool2d_nhwc", {{"N", {1}},
-                                        {"H", {14}},
-                                        {"W", {14}},
-                                        {"C", {32}},
-                                        {"kernel", {3, 3}},
-                                        {"stride", {2, 2}},
-                                        {"padding", {1, 1}},
-                                        {"count_include_pad", {0}}})}) {
+         {resnet_conv(), Task::make("dense", {{"M", {64}}, {"N", {128}}, {"K", {32}}}),
+          Task::make("avg_pool2d_nhwc", {{"N", {1}},
+                                         {"H", {14}},
+                                         {"W", {14}},
+                                         {"C", {32}},
+                                         {"kernel", {3, 3}},
+                                         {"stride", {2, 2}},
+                                         {"padding", {1, 1}},
+                                         {"count_include_pad", {0}}})}) {
         for (const auto& p : loopnest_test::random_programs(task, 20, 9)) {
             const ComputeDag dag = build_dag(task);
             const std::string text =
@@ -112,7 +111,7 @@ TEST_CASE("schedule JSON round trip replays to the same program and features") {
 }
 
 TEST_CASE("bad schedules are refused with the field named") {
-    const ComputeDag dag = build_dag(make_task("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}}));
+    const ComputeDag dag = build_dag(Task::make("dense", {{"M", {8}}, {"N", {8}}, {"K", {8}}}));
     const std::string text =
         R"({"cache_write":-1,"stages":[{"attach":"root","tiles":[[2,2,2,2],[1,1,1,8],[8,1]]}]})";
     Schedule s = schedule_from_json(tempo::json::parse(text, "s"), "s");
@@ -126,12 +125,12 @@ TEST_CASE("bad schedules are refused with the field named") {
 
 TEST_CASE("a scheduled 64x64x64 matmul lowers to the worked example's nest") {
     // b: 1; i, j: S0 = 8, S3 = 8; k: R0 = 64; parallel i0, vectorised j3, auto-unroll 16.
-    const Task task = make_task("batch_matmul", {{"B", {1}},
-                                                 {"M", {64}},
-                                                 {"N", {64}},
-                                                 {"K", {64}},
-                                                 {"transpose_b", {0}},
-                                                 {"broadcast_b", {0}}});
+    const Task task = Task::make("batch_matmul", {{"B", {1}},
+                                                  {"M", {64}},
+                                                  {"N", {64}},
+                                                  {"K", {64}},
+                                                  {"transpose_b", {0}},
+                                                  {"broadcast_b", {0}}});
     const ComputeDag dag = build_dag(task);
     Schedule s;
     StageSchedule st;
@@ -180,7 +179,7 @@ TEST_CASE("a fused schedule edited into inconsistency is refused") {
 
 TEST_CASE("rfactor splits a reduction into a .rf stage and the stage reducing it") {
     const ComputeDag dag = build_dag(
-        make_task("global_avg_pool2d_nhwc", {{"N", {2}}, {"H", {3}}, {"W", {4}}, {"C", {5}}}));
+        Task::make("global_avg_pool2d_nhwc", {{"N", {2}}, {"H", {3}}, {"W", {4}}, {"C", {5}}}));
     for (bool inner : {false, true}) {
         INFO("inner " << inner);
         const ComputeDag r = apply_rfactor(dag, Rfactor{0, inner, 4}); // E = 12 = 3 × 4

@@ -92,8 +92,7 @@ TEST_CASE("100 random dense schedules agree with sim_oracle.py on every feature"
     std::vector<loopnest_test::RandomProgram> programs;
     for (const auto& epilogue :
          {std::vector<std::string>{}, std::vector<std::string>{"bias_add"}}) {
-        auto task =
-            loopnest_test::make_task("dense", {{"M", {64}}, {"N", {64}}, {"K", {64}}}, epilogue);
+        auto task = Task::make("dense", {{"M", {64}}, {"N", {64}}, {"K", {64}}}, epilogue);
         for (auto& p : loopnest_test::random_programs(task, 50, 11))
             programs.push_back(std::move(p));
     }

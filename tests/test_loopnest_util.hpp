@@ -1,4 +1,4 @@
-// Shared helpers of the loopnest suites: tasks from literals, random distinct programs.
+// Shared helper of the loopnest suites: random distinct programs.
 #pragma once
 
 #include "tempo/loopnest/lower.hpp"
@@ -14,16 +14,6 @@
 namespace loopnest_test {
 
 using namespace tempo::loopnest;
-
-inline Task make_task(const std::string& op,
-                      std::vector<std::pair<std::string, std::vector<std::int64_t>>> params,
-                      std::vector<std::string> epilogue = {}) {
-    Task t;
-    t.op = op;
-    for (auto& [k, v] : params) t.set(k, v);
-    t.epilogue = std::move(epilogue);
-    return t;
-}
 
 struct RandomProgram {
     Schedule schedule;

@@ -48,6 +48,7 @@ class TrainConfig:
     weight_decay: float = 1.3e-3
     batch_size: int = 600
     clr_step_size_up: int = 2000           # CyclicLR half-cycle, in batches
+    min_steps_per_epoch: int = 16          # small data: shrink the batch, LR cycle (0: off)
     clip_grad: float = 2.0
     max_epochs: int = 200
     patience: int = 10                     # epochs without validation improvement
@@ -77,6 +78,34 @@ class TrainConfig:
 # --------------------------------------------------------------------------------------
 # Pieces
 # --------------------------------------------------------------------------------------
+@dataclass
+class Schedule:
+    batch_size: int
+    steps_per_epoch: int
+    clr_step_size_up: int
+    patience: int
+
+
+def fit_schedule(cfg: TrainConfig, n_train: int) -> Schedule:
+    """CDMPP's batch (600), LR half-cycle (2000 batches) and patience (epochs) were tuned on
+    Tenset, hundreds of batches per epoch. On a small training set they would leave a few
+    batches per epoch, so early stopping ends the run while CyclicLR is still near its floor.
+    With min_steps_per_epoch > 0 the schedule scales to the data: the batch shrinks (not
+    below 32) to give that many batches per epoch, the half-cycle is at most 8 epochs, and
+    patience covers at least two full cycles. Large data keeps the configured values."""
+    bs = max(2, int(cfg.batch_size))
+    half, patience = max(1, int(cfg.clr_step_size_up)), int(cfg.patience)
+    small = cfg.min_steps_per_epoch > 0 and n_train < bs * cfg.min_steps_per_epoch
+    if small:
+        bs = max(min(bs, 32), n_train // cfg.min_steps_per_epoch)
+    # a last batch of one row is dropped (BatchNorm needs two)
+    steps = max(1, -(-n_train // bs) - (1 if n_train % bs == 1 else 0))
+    if small:
+        half = min(half, 8 * steps)
+        patience = max(patience, -(-4 * half // steps))
+    return Schedule(bs, steps, half, patience)
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2 ** 32))
@@ -184,6 +213,7 @@ class TrainResult:
     train_time_s: float
     steps: int
     parameters: int
+    schedule: dict                  # the batch, LR half-cycle and patience used (fit_schedule)
 
 
 def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[str] = None,
@@ -214,17 +244,17 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
     z_all = np.zeros(len(ds))
     z_all[train_idx] = transform.forward(torch.from_numpy(ds.latency[train_idx])).numpy()
     lr = cfg.learning_rate
+    plan = fit_schedule(cfg, len(train_idx))
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.CyclicLR(opt, base_lr=lr / 10, max_lr=lr * 10,
-                                              step_size_up=max(1, cfg.clr_step_size_up),
+                                              step_size_up=plan.clr_step_size_up,
                                               cycle_momentum=False)
     hidden: Dict[str, torch.Tensor] = {}
     hook = last_hidden_module(model).register_forward_hook(
         lambda m, i, o: hidden.__setitem__("h", o))
     use_cmd = cfg.cmd_weight > 0 and target_idx is not None and len(target_idx) > 1
     target_idx = np.asarray(target_idx if target_idx is not None else [], dtype=np.int64)
-    bs = max(2, int(cfg.batch_size))
-    steps_per_epoch = max(1, -(-len(train_idx) // bs) - (1 if len(train_idx) % bs == 1 else 0))
+    bs, steps_per_epoch = plan.batch_size, plan.steps_per_epoch
     best_state, best_val, best_epoch, bad = None, float("inf"), -1, 0
     history: List[dict] = []
     t0 = time.time()
@@ -248,7 +278,7 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
             t0 -= history[-1]["time_s"] if history else 0.0
             bar.n = steps
             sys.stderr.write(f"{desc}: resumed after epoch {st['epoch']} ({steps} steps)\n")
-            if bad >= cfg.patience:
+            if bad >= plan.patience:
                 start = cfg.max_epochs
     for epoch in range(start, cfg.max_epochs):
         model.train()
@@ -322,7 +352,7 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
                         "model_config": c.to_dict(), "norm": [n.tolist() for n in norm],
                         "output_transform": transform.to_dict()},
                        os.path.join(out_dir, "last.pt"))
-        if stop or bad >= cfg.patience:
+        if stop or bad >= plan.patience:
             break
     bar.close()
     hook.remove()
@@ -331,7 +361,7 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
     res = TrainResult(model=model, norm=norm, transform=transform, history=history,
                       best_epoch=best_epoch, best_val_mape=best_val,
                       train_time_s=time.time() - t0, steps=steps,
-                      parameters=ct.count_parameters(model))
+                      parameters=ct.count_parameters(model), schedule=dataclasses.asdict(plan))
     if out_dir:
         torch.save(cv.make_checkpoint(model, norm[0], norm[1], {}), os.path.join(out_dir, "best.pt"))
     return res

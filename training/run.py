@@ -201,7 +201,8 @@ class Runner:
             pred = C.predict_seconds(res.model, ds, idx, res.norm)
             out[tname] = self.row(name, tname, ds, idx, pred_s=pred, train_time_s=res.train_time_s,
                                   parameters=res.parameters,
-                                  extra=dict(extra or {}, best_epoch=res.best_epoch, steps=res.steps))
+                                  extra=dict(extra or {}, best_epoch=res.best_epoch, steps=res.steps,
+                                             schedule=res.schedule))
         return out
 
     def export(self, res: C.TrainResult, name: str, ds: Dataset, split: S.Split, split_file: str,
@@ -222,7 +223,7 @@ class Runner:
             "metrics": {k: v["metrics"] for k, v in test_rows.items()},
             "training": {"time_s": round(res.train_time_s, 1), "steps": res.steps,
                          "best_epoch": res.best_epoch, "best_val_mape": res.best_val_mape,
-                         "threads": tc.threads, "blas": self.cfg.get("blas"),
+                         "schedule": res.schedule, "threads": tc.threads, "blas": self.cfg.get("blas"),
                          "learning_rate": tc.learning_rate, "hyperparameters": {
                              k: v for k, v in self.cfg["cdmpp"].items()}},
             "parameters": res.parameters,

@@ -105,7 +105,10 @@ class Metrics(unittest.TestCase):
         self.assertAlmostEqual(M.top_k_score(true[:3], pred[:3], 5), 1.0)
         ev = M.evaluate(true, tasks, pred_s=pred)
         self.assertAlmostEqual(ev["top1"], (1 / 3 + 10 / 20) / 2)
-        self.assertAlmostEqual(ev["top5"], 1.0)
+        self.assertIsNone(ev["top5"])       # no task has more than 5 records
+        many = np.arange(1.0, 8.0)          # 7 records; the 5 predicted fastest miss the best
+        ev6 = M.evaluate(many, np.zeros(7), pred_s=many[::-1].copy())
+        self.assertAlmostEqual(ev6["top5"], 1.0 / 3.0)
         tau0 = M.kendall_tau(true[:3], pred[:3])
         self.assertAlmostEqual(ev["kendall_tau"], (tau0 + -1.0) / 2)
         self.assertEqual((ev["records"], ev["tasks"]), (5, 2))
@@ -113,6 +116,24 @@ class Metrics(unittest.TestCase):
         ev2 = M.evaluate(true, tasks, rank_key=-1.0 / pred)
         self.assertIsNone(ev2["mape"])
         self.assertAlmostEqual(ev2["top1"], ev["top1"])
+
+
+# --------------------------------------------------------------------------------------
+class TrainingSchedule(unittest.TestCase):
+    def test_small_data_scales_batch_cycle_and_patience(self):
+        cfg = C.TrainConfig()                       # batch 600, half-cycle 2000, patience 10
+        small = C.fit_schedule(cfg, 1640)
+        self.assertEqual((small.batch_size, small.steps_per_epoch), (102, 17))
+        self.assertEqual(small.clr_step_size_up, 8 * 17)
+        self.assertEqual(small.patience, 32)        # two full cycles of 16 epochs
+        tiny = C.fit_schedule(cfg, 100)             # the batch stops shrinking at 32
+        self.assertEqual((tiny.batch_size, tiny.steps_per_epoch), (32, 4))
+        big = C.fit_schedule(cfg, 600 * 400 + 1)    # Tenset-sized: the tuned values; the
+        self.assertEqual((big.batch_size, big.steps_per_epoch), (600, 400))  # 1-row tail dropped
+        self.assertEqual((big.clr_step_size_up, big.patience), (2000, 10))
+        off = C.fit_schedule(C.TrainConfig(min_steps_per_epoch=0), 1640)
+        self.assertEqual((off.batch_size, off.steps_per_epoch, off.clr_step_size_up,
+                          off.patience), (600, 3, 2000, 10))
 
 
 # --------------------------------------------------------------------------------------
@@ -213,7 +234,7 @@ class Transforms(unittest.TestCase):
             opt.step()
         model.eval()
         res = C.TrainResult(model, (lo, hi), model.output_transform, [], 0, 0.0, 0.0, 5,
-                            ct.count_parameters(model))
+                            ct.count_parameters(model), schedule={})
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.safetensors")
             C.export(res, path, {"test": True}, selftest=2)

@@ -14,6 +14,7 @@
 //    finalizes what a killed run left behind. Failures go to failures.jsonl.
 #pragma once
 
+#include "cpu_load.hpp"
 #include "target.hpp"
 #include "workloads.hpp"
 
@@ -731,38 +732,6 @@ inline void emit_event(const json::Value& v) {
     const std::string s = json::dump(v) + "\n";
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
-}
-
-// Per-CPU (busy, total) jiffies from /proc/stat.
-inline std::vector<std::pair<double, double>> cpu_jiffies() {
-    std::vector<std::pair<double, double>> out;
-    std::istringstream in(read_text("/proc/stat"));
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.rfind("cpu", 0) != 0 || line.size() < 4 ||
-            !std::isdigit(static_cast<unsigned char>(line[3])))
-            continue;
-        std::istringstream f(line.substr(line.find(' ')));
-        double v[10] = {0};
-        for (double& x : v) f >> x;
-        const double total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-        out.emplace_back(total - v[3] - v[4], total);
-    }
-    return out;
-}
-
-// Busy fraction of the CPUs outside `cores` between two cpu_jiffies() readings (on this
-// machine the two vCPUs are SMT siblings: their load slows the measuring core).
-inline double others_busy(const std::vector<std::pair<double, double>>& a,
-                          const std::vector<std::pair<double, double>>& b,
-                          const std::vector<int>& cores) {
-    double busy = 0, total = 0;
-    for (std::size_t c = 0; c < std::min(a.size(), b.size()); ++c) {
-        if (std::find(cores.begin(), cores.end(), static_cast<int>(c)) != cores.end()) continue;
-        busy += b[c].first - a[c].first;
-        total += b[c].second - a[c].second;
-    }
-    return total > 0 ? busy / total : -1;
 }
 
 // Keeps other work off the measuring core's SMT siblings (on this kind of VM the other vCPU

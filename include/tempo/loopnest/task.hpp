@@ -20,6 +20,17 @@ struct Task {
     std::vector<std::string> epilogue;
     double weight = 1.0;
 
+    // A task from its operator, parameters (any order) and epilogue.
+    static Task make(std::string op,
+                     std::vector<std::pair<std::string, std::vector<std::int64_t>>> params,
+                     std::vector<std::string> epilogue = {}) {
+        Task t;
+        t.op = std::move(op);
+        for (auto& [name, value] : params) t.set(name, std::move(value));
+        t.epilogue = std::move(epilogue);
+        return t;
+    }
+
     void set(const std::string& name, std::vector<std::int64_t> value) {
         auto it = std::lower_bound(params.begin(), params.end(), name,
                                    [](const auto& p, const std::string& n) { return p.first < n; });
