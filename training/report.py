@@ -99,9 +99,11 @@ def render(results: List[dict]) -> str:
            "MAPE on seconds; RMSE of ln(latency); Kendall τ (tau-b) per task, averaged over tasks; "
            "top-k score per task = best measured latency / best measured latency among the k "
            "programs predicted fastest (1 = optimal), averaged over tasks. XGBoost on Ansor's "
-           "throughput target ranks only (no seconds). µs/pred (tempo): `tempo predict --batch 1` "
-           "wall time per program including JSON parsing; (torch): the PyTorch reference at "
-           "batch 1 without preprocessing.", ""]
+           "throughput target ranks only (no seconds). µs/pred (tempo): the engine's time per "
+           "program at batch 1 (`tempo predict --batch 1 --timing`: feature normalisation "
+           "included, JSON parsing not; the run's JSON also has the whole command's time per "
+           "program, `us_per_prediction_tempo_cli`); (torch): the PyTorch reference at batch 1 "
+           "without preprocessing.", ""]
     order = {s: i for i, s in enumerate(SPLIT_ORDER)}
     for res in sorted(results, key=lambda r: (order.get(r["split"], 99), r["split"])):
         out += [f"## {res['split']}", "", SPLIT_TEXT.get(res["split"], ""), ""]

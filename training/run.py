@@ -18,6 +18,7 @@ import copy
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -238,13 +239,16 @@ class Runner:
         C.export(res, path, card)
         tempo = tempo_timing(self.tempo, path, res, ds, test_idx, n=50 if self.args.quick else 1000)
         if tempo:
-            card["us_per_prediction_tempo"] = round(tempo["us"], 2)
+            if tempo["us_model"] is not None:
+                card["us_per_prediction_tempo"] = round(tempo["us_model"], 2)
+            card["us_per_prediction_tempo_cli"] = round(tempo["us_cli"], 2)
             card["tempo_parity_max_rel"] = tempo["max_rel"]
             C.export(res, path, card)      # re-export with the timing in the card
         for r in test_rows.values():
-            r["us_per_prediction_torch"] = card["us_per_prediction_torch"]
-            if tempo:
-                r["us_per_prediction_tempo"] = card["us_per_prediction_tempo"]
+            for k in ("us_per_prediction_torch", "us_per_prediction_tempo",
+                      "us_per_prediction_tempo_cli"):
+                if k in card:
+                    r[k] = card[k]
         with open(os.path.join(models, f"{name}.card.json"), "w") as f:
             json.dump(card, f, indent=1, sort_keys=True)
             f.write("\n")
@@ -284,8 +288,9 @@ class Runner:
 
 def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds: Dataset, idx,
                  n: int = 1000) -> Optional[dict]:
-    """µs per program of `tempo predict --batch 1` (N programs minus 1 program, so loading is
-    excluded; JSON parsing included) and the largest relative difference to PyTorch."""
+    """µs per program of `tempo predict --batch 1`: in the model alone (its --timing report,
+    warm-up excluded) and for the whole command (N programs minus 1 program, so loading is
+    excluded; JSON parsing included); and the largest relative difference to PyTorch."""
     if not binary:
         return None
     idx = np.asarray(idx, dtype=np.int64)[:n]
@@ -301,7 +306,7 @@ def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds:
 
         def run(path):
             t0 = time.perf_counter()
-            p = subprocess.run([binary, "predict", model_path, path, "--batch", "1"],
+            p = subprocess.run([binary, "predict", model_path, path, "--batch", "1", "--timing"],
                                capture_output=True, text=True)
             return time.perf_counter() - t0, p
 
@@ -318,7 +323,9 @@ def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds:
         got = np.array([json.loads(l)["seconds"] for l in p.stdout.splitlines() if l.strip()])
         want = C.predict_seconds(res.model, ds, idx, res.norm)
         max_rel = float(np.max(np.abs(got - want) / np.abs(want))) if len(got) == len(want) else None
-        return {"us": max(0.0, tn - t1) / (len(idx) - 1) * 1e6, "max_rel": max_rel}
+        timing = re.search(r"timing: ([0-9.eE+-]+) us per program", p.stderr)
+        return {"us_model": float(timing.group(1)) if timing else None,
+                "us_cli": max(0.0, tn - t1) / (len(idx) - 1) * 1e6, "max_rel": max_rel}
 
 
 # --------------------------------------------------------------------------------------

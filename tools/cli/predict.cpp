@@ -1,8 +1,10 @@
-// tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify]
+// tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify] [--timing]
 // Reads compact ASTs (one JSON object per line), prints one JSON object per program:
 //   {"line": 3, "id": "…", "task": "…", "seconds": 1.2e-4[, "measured_s": …]}
 // A bad line is reported on stderr as FILE:LINE: field …; the others are still predicted and
 // the exit status is 1.
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,12 +21,14 @@ namespace tempo::cli {
 namespace {
 
 constexpr const char* kPredictUsage =
-    "usage: tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify]\n"
+    "usage: tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify] [--timing]\n"
     "\n"
     "  MODEL        a converted model file (.safetensors)\n"
     "  INPUT.jsonl  compact ASTs, one JSON object per line (default: standard input)\n"
     "  --batch N    programs per batch (default 64)\n"
-    "  --verify     run the model file's embedded self-test before predicting\n";
+    "  --verify     run the model file's embedded self-test before predicting\n"
+    "  --timing     print on stderr the model's time per program, without JSON parsing\n"
+    "               and printing (the first batch warms the workspace and is not counted)\n";
 
 struct Pending {
     std::size_t line;
@@ -58,7 +62,7 @@ void print(const Pending& p, double seconds) {
 int predict_main(int argc, char** argv) {
     std::vector<std::string> positional;
     std::size_t batch = 64;
-    bool verify = false;
+    bool verify = false, timing = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -66,6 +70,8 @@ int predict_main(int argc, char** argv) {
             return 0;
         } else if (arg == "--verify") {
             verify = true;
+        } else if (arg == "--timing") {
+            timing = true;
         } else if (arg == "--batch" && i + 1 < argc) {
             char* end = nullptr;
             const long n = std::strtol(argv[++i], &end, 10);
@@ -114,11 +120,18 @@ int predict_main(int argc, char** argv) {
     std::vector<const CompactAst*> programs;
     std::vector<double> seconds;
     bool failed = false;
+    double model_s = 0;
+    std::size_t timed = 0, batches = 0;
     auto flush = [&] {
         programs.clear();
         for (const auto& p : pending) programs.push_back(&p.ast);
         seconds.resize(programs.size());
+        const auto t0 = std::chrono::steady_clock::now();
         model->predict(programs.data(), programs.size(), seconds.data(), ws);
+        if (batches++ > 0) {
+            model_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            timed += programs.size();
+        }
         for (std::size_t i = 0; i < pending.size(); ++i) print(pending[i], seconds[i]);
         pending.clear();
     };
@@ -143,6 +156,13 @@ int predict_main(int argc, char** argv) {
         if (pending.size() == batch) flush();
     }
     if (!pending.empty()) flush();
+    if (timing) {
+        if (timed == 0)
+            std::fprintf(stderr, "timing: needs more than one batch of programs\n");
+        else
+            std::fprintf(stderr, "timing: %.3f us per program in the model (%zu programs)\n",
+                         model_s / double(timed) * 1e6, timed);
+    }
     return failed ? 1 : 0;
 }
 
