@@ -20,7 +20,8 @@ inline void transform(float* x, std::size_t n, F&& f) {
     if (i < n) store_partial(f(load_partial(x + i, n - i), i), x + i, n - i);
 }
 
-// Sum of f(x[i]) over i < n, where f maps the zero padding of a partial vector to zero.
+// Sum of f(x[i]) over i < n; f works lane-wise (the lanes of a partial vector past n are
+// dropped, whatever f makes of their zero padding).
 template <typename F>
 inline float sum(const float* x, std::size_t n, F&& f) {
     Batch s0(0.0f), s1(0.0f);
@@ -31,7 +32,11 @@ inline float sum(const float* x, std::size_t n, F&& f) {
     }
     for (; i + kLanes <= n; i += kLanes) s0 += f(Batch::load_unaligned(x + i));
     float total = xsimd::hadd(s0 + s1);
-    for (; i < n; ++i) total += f(Batch(x[i])).get(0);
+    if (i < n) {
+        alignas(64) float tail[kLanes];
+        f(load_partial(x + i, n - i)).store_aligned(tail);
+        for (std::size_t k = 0; k < n - i; ++k) total += tail[k];
+    }
     return total;
 }
 } // namespace detail
