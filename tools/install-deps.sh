@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tempo needs, only those missing. Usage:
-#   tools/install-deps.sh            build + tests (compiler, Eigen, xsimd, doctest, numpy, torch)
+#   tools/install-deps.sh            build + tests (compiler, Eigen, xsimd, doctest, numpy, torch,
+#                                    and sklearn, xgboost, matplotlib for training/)
 #   tools/install-deps.sh --bench    also what the benchmarks compare against
 set -euo pipefail
 
-packages=(cmake make g++ libeigen3-dev libxsimd-dev doctest-dev python3 python3-numpy python3-torch)
+packages=(cmake make g++ libeigen3-dev libxsimd-dev doctest-dev python3 python3-numpy python3-torch
+          python3-sklearn python3-xgboost python3-matplotlib)
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libtorch-dev libbenchmark-dev libopenblas0-pthread python3-matplotlib)
+  packages+=(libtorch-dev libbenchmark-dev libopenblas0-pthread)
 fi
 
 missing=()
