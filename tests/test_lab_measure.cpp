@@ -270,3 +270,55 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
     }
     CHECK(guarded == 2);
 }
+
+TEST_CASE("the compiled naive loop nest, the reference of large tasks, matches the interpreter") {
+    const std::string dir = fresh_dir("naive");
+    const std::vector<loopnest::Task> tasks = {
+        loopnest::Task::make("conv2d_nhwc",
+                             {{"N", {1}},
+                              {"H", {9}},
+                              {"W", {9}},
+                              {"C", {6}},
+                              {"K", {8}},
+                              {"R", {3}},
+                              {"S", {3}},
+                              {"stride", {2, 2}},
+                              {"padding", {1, 1}},
+                              {"dilation", {1, 1}},
+                              {"groups", {2}}},
+                             {"bias_add", "relu"}),
+        loopnest::Task::make("conv2d_transpose_nhwc", {{"N", {1}},
+                                                       {"H", {4}},
+                                                       {"W", {4}},
+                                                       {"C", {8}},
+                                                       {"K", {4}},
+                                                       {"R", {4}},
+                                                       {"S", {4}},
+                                                       {"stride", {2, 2}},
+                                                       {"padding", {1, 1}}}),
+        loopnest::Task::make(
+            "batch_matmul", {{"B", {3}}, {"M", {5}}, {"N", {7}}, {"K", {9}}, {"transpose_b", {1}}}),
+        loopnest::Task::make("softmax", {{"rows", {6}}, {"cols", {37}}}),
+        loopnest::Task::make("layer_norm", {{"rows", {5}}, {"cols", {48}}}),
+        loopnest::Task::make("max_pool2d_nhwc", {{"N", {1}},
+                                                 {"H", {10}},
+                                                 {"W", {10}},
+                                                 {"C", {4}},
+                                                 {"kernel", {3, 3}},
+                                                 {"stride", {2, 2}},
+                                                 {"padding", {1, 1}}})};
+    int i = 0;
+    for (const auto& task : tasks) {
+        const loopnest::ComputeDag dag = loopnest::build_dag(task);
+        CHECK(std::string(reference_kind(dag)) == "interpreter"); // small: both paths are cheap
+        const auto inputs = make_inputs(input_sizes(dag), 7);
+        const auto want = loopnest::ReferenceEvaluator(dag).run(inputs)[dag.output()];
+        const auto got = naive_c_output(dag, inputs, dir + "/naive" + std::to_string(i++));
+        REQUIRE(got.size() == want.size());
+        double worst = 0;
+        for (std::size_t k = 0; k < got.size(); ++k)
+            worst =
+                std::max(worst, std::fabs(double(got[k]) - want[k]) / (1.0 + std::fabs(want[k])));
+        CHECK_MESSAGE(worst <= 1e-5, task.key());
+    }
+}

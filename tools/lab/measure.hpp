@@ -14,6 +14,7 @@
 //    finalizes what a killed run left behind. Failures go to failures.jsonl.
 #pragma once
 
+#include "compiler.hpp"
 #include "cpu_load.hpp"
 #include "target.hpp"
 #include "workloads.hpp"
@@ -243,8 +244,40 @@ inline std::vector<std::int64_t> input_sizes(const loopnest::ComputeDag& dag) {
     return s;
 }
 
-// The reference output, cached in `scratch` by task key and seed (the interpreter is slow on
-// large tasks and the output never changes).
+// Where a task's reference output comes from. The interpreter evaluates the DAG's compute
+// definitions directly, independent of lowering and code generation, at ~3 MFLOP/s here: a
+// few seconds up to kInterpretedFlops, but ten minutes and more for VGG's convolutions. Above
+// it, the reference is the naive loop nest (every stage at root, no transformation) compiled
+// with gcc -ffp-contract=off; the suites check that path against the interpreter.
+inline constexpr double kInterpretedFlops = 2e7;
+
+inline const char* reference_kind(const loopnest::ComputeDag& dag) {
+    return loopnest::flop_count(dag) <= kInterpretedFlops ? "interpreter" : "naive_c";
+}
+
+// The naive loop nest's output on `inputs`, built as `stem`.so in this process.
+inline std::vector<float> naive_c_output(const loopnest::ComputeDag& dag,
+                                         const std::vector<std::vector<float>>& inputs,
+                                         const std::string& stem) {
+    loopnest::Schedule naive;
+    naive.stages.resize(dag.stages.size());
+    const loopnest::LoweredProgram program = loopnest::Lowerer(dag, naive).run();
+    SharedLibrary lib(
+        compile_shared(loopnest::emit_c({{"tempo_naive", &program}}), stem, "-ffp-contract=off"));
+    std::vector<AlignedBuffer<float>> buffers; // generated code assumes 64-byte alignment
+    for (const auto& in : inputs) {
+        buffers.emplace_back(in.size());
+        std::copy(in.begin(), in.end(), buffers.back().data());
+    }
+    const std::size_t n = static_cast<std::size_t>(dag.tensors[dag.output()].elements());
+    buffers.emplace_back(n);
+    std::vector<float*> args;
+    for (auto& b : buffers) args.push_back(b.data());
+    lib.entry("tempo_naive")(args.data());
+    return std::vector<float>(buffers.back().data(), buffers.back().data() + n);
+}
+
+// The reference output, cached in `scratch` by task key and seed (the output never changes).
 inline std::vector<float> reference_output(const loopnest::ComputeDag& dag,
                                            const std::string& task_key, std::uint64_t seed,
                                            const std::string& scratch) {
@@ -260,10 +293,15 @@ inline std::vector<float> reference_output(const loopnest::ComputeDag& dag,
             in.peek() == std::char_traits<char>::eof())
             return out;
     }
-    const auto inputs = make_inputs(input_sizes(dag), seed);
-    out = loopnest::ReferenceEvaluator(dag).run(inputs)[dag.output()];
     fs::create_directories(scratch);
+    const auto inputs = make_inputs(input_sizes(dag), seed);
     const std::string tmp = path + ".tmp" + std::to_string(getpid());
+    if (std::string(reference_kind(dag)) == "interpreter") {
+        out = loopnest::ReferenceEvaluator(dag).run(inputs)[dag.output()];
+    } else {
+        out = naive_c_output(dag, inputs, tmp);
+        for (const char* ext : {".c", ".so", ".log"}) fs::remove(tmp + ext);
+    }
     {
         std::ofstream o(tmp, std::ios::binary);
         o.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(n * 4));

@@ -436,7 +436,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                 add_member(rec, "check",
                            json::Value::Object{{"passed", false},
                                                {"max_abs_error", r->max_abs_error},
-                                               {"tolerance", 1e-3}});
+                                               {"tolerance", 1e-3},
+                                               {"reference", reference_kind(t.dag)}});
             add_member(rec, "compiler", json::Value::Object{{"cc", target.cc}, {"flags", flags}});
             add_member(rec, "measured_at", iso_time_utc());
             failures.append(rec);
@@ -497,7 +498,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                               add_member(rec, "check",
                                          json::Value::Object{{"passed", true},
                                                              {"max_abs_error", r.max_abs_error},
-                                                             {"tolerance", 1e-3}});
+                                                             {"tolerance", 1e-3},
+                                                             {"reference", reference_kind(t.dag)}});
                               add_member(rec, "compiler",
                                          json::Value::Object{{"cc", target.cc}, {"flags", flags}});
                               json::Value::Array core_list;
