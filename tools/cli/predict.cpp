@@ -1,4 +1,4 @@
-// tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify] [--timing]
+// tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify] [--timing] [--table]
 // Reads compact ASTs (one JSON object per line), prints one JSON object per program:
 //   {"line": 3, "id": "…", "task": "…", "seconds": 1.2e-4[, "measured_s": …]}
 // A bad line is reported on stderr as FILE:LINE: field …; the others are still predicted and
@@ -21,14 +21,16 @@ namespace tempo::cli {
 namespace {
 
 constexpr const char* kPredictUsage =
-    "usage: tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify] [--timing]\n"
+    "usage: tempo predict MODEL [INPUT.jsonl | -] [--batch N] [--verify] [--timing] [--table]\n"
     "\n"
     "  MODEL        a converted model file (.safetensors)\n"
     "  INPUT.jsonl  compact ASTs, one JSON object per line (default: standard input)\n"
     "  --batch N    programs per batch (default 64)\n"
     "  --verify     run the model file's embedded self-test before predicting\n"
     "  --timing     print on stderr the model's time per program, without JSON parsing\n"
-    "               and printing (the first batch warms the workspace and is not counted)\n";
+    "               and printing (the first batch warms the workspace and is not counted)\n"
+    "  --table      a table for people instead of JSON Lines: predicted and measured\n"
+    "               latency, their ratio, the task\n";
 
 struct Pending {
     std::size_t line;
@@ -36,6 +38,33 @@ struct Pending {
     std::string task;               // a dataset record's task key, echoed
     std::optional<double> measured; // a dataset record's mean latency, echoed
 };
+
+// One row of --table: latencies in the unit that keeps them readable.
+std::string human_seconds(double s) {
+    char buf[32];
+    if (s >= 1)
+        std::snprintf(buf, sizeof buf, "%.3g s", s);
+    else if (s >= 1e-3)
+        std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+    else
+        std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
+    return buf;
+}
+
+void print_row(const Pending& p, double seconds) {
+    std::string measured = "-", ratio = "-";
+    if (p.measured) {
+        measured = human_seconds(*p.measured);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f", seconds / *p.measured);
+        ratio = buf;
+    }
+    const std::string& what = p.task.empty() ? p.ast.id : p.task;
+    char row[96];
+    std::snprintf(row, sizeof row, "%5zu  %10s  %10s  %9s  ", p.line,
+                  human_seconds(seconds).c_str(), measured.c_str(), ratio.c_str());
+    std::cout << row << what << "\n";
+}
 
 void print(const Pending& p, double seconds) {
     std::string out = "{\"line\":" + std::to_string(p.line);
@@ -62,7 +91,7 @@ void print(const Pending& p, double seconds) {
 int predict_main(int argc, char** argv) {
     std::vector<std::string> positional;
     std::size_t batch = 64;
-    bool verify = false, timing = false;
+    bool verify = false, timing = false, table = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
@@ -72,6 +101,8 @@ int predict_main(int argc, char** argv) {
             verify = true;
         } else if (arg == "--timing") {
             timing = true;
+        } else if (arg == "--table") {
+            table = true;
         } else if (arg == "--batch" && i + 1 < argc) {
             char* end = nullptr;
             const long n = std::strtol(argv[++i], &end, 10);
@@ -115,6 +146,7 @@ int predict_main(int argc, char** argv) {
     }
     std::istream& in = input == "-" ? std::cin : file;
 
+    if (table) std::cout << " line   predicted    measured  pred/meas  task\n";
     Workspace ws;
     std::vector<Pending> pending;
     std::vector<const CompactAst*> programs;
@@ -132,7 +164,8 @@ int predict_main(int argc, char** argv) {
             model_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             timed += programs.size();
         }
-        for (std::size_t i = 0; i < pending.size(); ++i) print(pending[i], seconds[i]);
+        for (std::size_t i = 0; i < pending.size(); ++i)
+            table ? print_row(pending[i], seconds[i]) : print(pending[i], seconds[i]);
         pending.clear();
     };
 
