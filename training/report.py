@@ -143,5 +143,40 @@ def regenerate(results_dir: str) -> str:
     return path
 
 
+def write_weights_index(weights_dir: str) -> str:
+    """weights/README.md: one row per shipped model, from its card (written by --ship)."""
+    cards = []
+    for p in sorted(glob.glob(os.path.join(weights_dir, "*.card.json"))):
+        with open(p) as f:
+            cards.append(json.load(f))
+    head = ["file", "config", "data", "split (seed)", "train / val / test", "held-out MAPE",
+            "RMSE ln", "Kendall τ", "top-1", "µs/pred (tempo)", "params", "trained"]
+    lines = ["# Shipped models", "",
+             "Written by `python3 -m training.run <split> --ship weights` (training/README.md); "
+             "do not edit by hand. Each `<name>.safetensors` is a converted CDMPP model "
+             "(converters/README.md) with its self-test and its card embedded (`tempo.card`); "
+             "`<name>.card.json` is the same card: data, filters, split, metrics on the held-out "
+             "records, training time and settings. Metrics are defined in "
+             "bench/results/accuracy.md.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in cards:
+        d, sp = c.get("data", {}), c.get("split", {})
+        counts = sp.get("counts", {})
+        for test_set, m in sorted(c.get("metrics", {}).items()):
+            lines.append("| " + " | ".join([
+                f"`{c['model']}.safetensors`", c.get("config_name", "?"),
+                f"{', '.join(d.get('targets', []))}: {d.get('records', '?')} records "
+                f"(noise {d.get('noise_stat', 'std')} ≤ {d.get('noise_max_cv', '?')})",
+                f"{sp.get('name', '?')} ({sp.get('seed', '?')})",
+                f"{counts.get('train', '?')} / {counts.get('val', '?')} / {counts.get('test', '?')}",
+                _f(m.get("mape"), pct=True), _f(m.get("rmse_log")), _f(m.get("kendall_tau")),
+                _f(m.get("top1")), _f(c.get("us_per_prediction_tempo"), digits=1),
+                _f(c.get("parameters")), c.get("date", "?")[:10]]) + " |")
+    path = os.path.join(weights_dir, "README.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
 if __name__ == "__main__":
     print(regenerate(sys.argv[1] if len(sys.argv) > 1 else os.path.join("bench", "results")))

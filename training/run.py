@@ -259,7 +259,8 @@ class Runner:
                 os.makedirs(self.args.ship, exist_ok=True)
                 for ext in (".safetensors", ".card.json"):
                     shutil.copy(os.path.join(models, name + ext), os.path.join(self.args.ship, name + ext))
-                log(f"ship: {os.path.join(self.args.ship, name + '.safetensors')}")
+                log(f"ship: {os.path.join(self.args.ship, name + '.safetensors')}, "
+                    f"{R.write_weights_index(self.args.ship)}")
         self.exports.append({"name": name, "path": path, "card": card})
         return path
 

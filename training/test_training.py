@@ -25,6 +25,7 @@ from converters.reference_engine import ReferenceEngine
 from training import cdmpp as C
 from training import kmeans_sampling as ks
 from training import metrics as M
+from training import report as R
 from training import splits as S
 from training import data as D
 from training.synthetic import SYNTHETIC_TARGETS, write_synthetic_data
@@ -502,6 +503,26 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertIn("device_mlp.0.linear.weight", t2)
         rows2 = json.load(open(os.path.join(out2, "result.json")))["rows"]
         self.assertIn("cdmpp-compact-device-fine-tuned", {r["model"] for r in rows2})
+
+
+class WeightsIndex(unittest.TestCase):
+    def test_one_row_per_card_and_test_set(self):
+        card = {"model": "cdmpp-compact-x", "config_name": "compact", "parameters": 98817,
+                "date": "2026-12-02T18:02:03Z", "us_per_prediction_tempo": 20.41,
+                "data": {"targets": ["x"], "records": 2280, "noise_stat": "mad",
+                         "noise_max_cv": 0.05},
+                "split": {"name": "random", "seed": 0,
+                          "counts": {"train": 1638, "val": 181, "test": 461}},
+                "metrics": {"x": {"mape": 0.5944, "rmse_log": 0.8878, "kendall_tau": 0.3333,
+                                  "top1": 0.8418}}}
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "cdmpp-compact-x.card.json"), "w") as f:
+                json.dump(card, f)
+            with open(R.write_weights_index(tmp)) as f:
+                rows = [l for l in f if l.startswith("| `")]
+        self.assertEqual(rows, ["| `cdmpp-compact-x.safetensors` | compact | x: 2280 records "
+                                "(noise mad ≤ 0.05) | random (0) | 1638 / 181 / 461 | 59.4% | "
+                                "0.888 | 0.333 | 0.842 | 20.4 | 98,817 | 2026-12-02 |\n"])
 
 
 if __name__ == "__main__":
