@@ -251,8 +251,8 @@ inline std::vector<std::int64_t> input_sizes(const loopnest::ComputeDag& dag) {
 // with gcc -ffp-contract=off; the suites check that path against the interpreter.
 inline constexpr double kInterpretedFlops = 2e7;
 
-inline const char* reference_kind(const loopnest::ComputeDag& dag) {
-    return loopnest::flop_count(dag) <= kInterpretedFlops ? "interpreter" : "naive_c";
+inline const char* reference_kind(double task_flops) {
+    return task_flops <= kInterpretedFlops ? "interpreter" : "naive_c";
 }
 
 // The naive loop nest's output on `inputs`, built as `stem`.so in this process.
@@ -296,7 +296,7 @@ inline std::vector<float> reference_output(const loopnest::ComputeDag& dag,
     fs::create_directories(scratch);
     const auto inputs = make_inputs(input_sizes(dag), seed);
     const std::string tmp = path + ".tmp" + std::to_string(getpid());
-    if (std::string(reference_kind(dag)) == "interpreter") {
+    if (loopnest::flop_count(dag) <= kInterpretedFlops) {
         out = loopnest::ReferenceEvaluator(dag).run(inputs)[dag.output()];
     } else {
         out = naive_c_output(dag, inputs, tmp);

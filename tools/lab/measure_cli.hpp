@@ -437,7 +437,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                            json::Value::Object{{"passed", false},
                                                {"max_abs_error", r->max_abs_error},
                                                {"tolerance", 1e-3},
-                                               {"reference", reference_kind(t.dag)}});
+                                               {"reference", reference_kind(t.flops)}});
             add_member(rec, "compiler", json::Value::Object{{"cc", target.cc}, {"flags", flags}});
             add_member(rec, "measured_at", iso_time_utc());
             failures.append(rec);
@@ -476,54 +476,55 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            run_batch(spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads,
-                      [&](std::size_t k, const ProgramResult& r) {
-                          const BatchProgram& p = b.programs[idx[k]];
-                          if (r.kind != ProgramResult::Kind::Timed) {
-                              fail(p, kind_name(r.kind), r.message, &r);
-                          } else {
-                              json::Value rec = base_record(t, p, target, o.seed);
-                              const CostStats s = cost_stats(r.costs);
-                              json::Value::Array costs;
-                              for (double c : r.costs) costs.emplace_back(c);
-                              add_member(rec, "latency_s",
-                                         json::Value::Object{
-                                             {"mean", s.mean},
-                                             {"std", s.std},
-                                             {"min", s.min},
-                                             {"median", s.median},
-                                             {"repeats", static_cast<std::int64_t>(r.costs.size())},
-                                             {"tries", r.tries},
-                                             {"costs", costs}});
-                              add_member(rec, "check",
-                                         json::Value::Object{{"passed", true},
-                                                             {"max_abs_error", r.max_abs_error},
-                                                             {"tolerance", 1e-3},
-                                                             {"reference", reference_kind(t.dag)}});
-                              add_member(rec, "compiler",
-                                         json::Value::Object{{"cc", target.cc}, {"flags", flags}});
-                              json::Value::Array core_list;
-                              for (int c : cores) core_list.emplace_back(c);
-                              add_member(rec, "run",
-                                         json::Value::Object{
-                                             {"threads", target.threads},
-                                             {"cores", core_list},
-                                             {"first_call_s", r.call_s},
-                                             {"others_busy", r.others_busy},
-                                             {"quiet", quiet_json(o, r)},
-                                             {"nice", -20},
-                                             {"pipelined_build", pipeline},
-                                             {"build_s",
-                                              b.build_s / static_cast<double>(b.programs.size())}});
-                              add_member(rec, "measured_at", iso_time_utc());
-                              writer.append(json::dump(rec));
-                              done.insert(record_key(t.key, p.drawn.sid));
-                              ++progress.timed;
-                              ++progress.done;
-                              ++written;
-                          }
-                          progress.print();
-                      });
+            run_batch(
+                spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads,
+                [&](std::size_t k, const ProgramResult& r) {
+                    const BatchProgram& p = b.programs[idx[k]];
+                    if (r.kind != ProgramResult::Kind::Timed) {
+                        fail(p, kind_name(r.kind), r.message, &r);
+                    } else {
+                        json::Value rec = base_record(t, p, target, o.seed);
+                        const CostStats s = cost_stats(r.costs);
+                        json::Value::Array costs;
+                        for (double c : r.costs) costs.emplace_back(c);
+                        add_member(rec, "latency_s",
+                                   json::Value::Object{
+                                       {"mean", s.mean},
+                                       {"std", s.std},
+                                       {"min", s.min},
+                                       {"median", s.median},
+                                       {"repeats", static_cast<std::int64_t>(r.costs.size())},
+                                       {"tries", r.tries},
+                                       {"costs", costs}});
+                        add_member(rec, "check",
+                                   json::Value::Object{{"passed", true},
+                                                       {"max_abs_error", r.max_abs_error},
+                                                       {"tolerance", 1e-3},
+                                                       {"reference", reference_kind(t.flops)}});
+                        add_member(rec, "compiler",
+                                   json::Value::Object{{"cc", target.cc}, {"flags", flags}});
+                        json::Value::Array core_list;
+                        for (int c : cores) core_list.emplace_back(c);
+                        add_member(
+                            rec, "run",
+                            json::Value::Object{
+                                {"threads", target.threads},
+                                {"cores", core_list},
+                                {"first_call_s", r.call_s},
+                                {"others_busy", r.others_busy},
+                                {"quiet", quiet_json(o, r)},
+                                {"nice", -20},
+                                {"pipelined_build", pipeline},
+                                {"build_s", b.build_s / static_cast<double>(b.programs.size())}});
+                        add_member(rec, "measured_at", iso_time_utc());
+                        writer.append(json::dump(rec));
+                        done.insert(record_key(t.key, p.drawn.sid));
+                        ++progress.timed;
+                        ++progress.done;
+                        ++written;
+                    }
+                    progress.print();
+                });
         }
         writer.sync();
         for (const auto& f : b.files) fs::remove(f);
