@@ -220,6 +220,15 @@ def write_md(r, path, png_name):
     for name, val, ok in rows:
         L.append(f"| {name} | {val} | {'yes' if ok else 'no'} |")
     L.append("")
+    if c1 and peak and "compact" in flops:
+        floor_us = flops["compact"] / (peak * 1e9) * 1e6
+        L.append(f"Arithmetic floor: `compact`'s {flops['compact'] / 1e6:.3g} MFLOP per prediction "
+                 f"take {fmt(floor_us)} µs at 100% of the measured peak, so 10 µs at batch 1 "
+                 f"(5 rows per GEMM) asks for {100 * floor_us / 10:.0f}% of peak end to end; "
+                 f"this run's model-only {fmt(us('tempo-xsimd', 'compact', 1, 'us_model'))} µs is "
+                 f"{100 * floor_us / us('tempo-xsimd', 'compact', 1, 'us_model'):.0f}% of peak "
+                 "(end to end, the engine skips zero input features, so it does slightly less "
+                 "work than the dense count).\n")
     # probe
     if r["probes"]:
         L.append("## OPENBLAS_CORETYPE probe\n")
