@@ -243,6 +243,12 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
         CHECK(lat.find("mean")->as_double() > 0);
         CHECK(lat.find("min")->as_double() <= lat.find("mean")->as_double());
         CHECK(r.find("check")->find("passed")->as_bool());
+        // The core's speed when it was timed: plausible rates, not placeholders.
+        const json::Value& probe = *r.find("run")->find("probe");
+        CHECK(probe.find("mul_gflops")->as_double() > 0.1);
+        CHECK(probe.find("mul_gflops")->as_double() < 1e4);
+        CHECK(probe.find("read_gbs")->as_double() > 0.1);
+        CHECK(probe.find("read_gbs")->as_double() < 1e4);
         // Replayable: the stored schedule lowers to the same program.
         const loopnest::Task task = task_from_record(r, "record");
         const loopnest::ComputeDag dag = loopnest::build_dag(task);

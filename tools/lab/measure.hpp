@@ -16,6 +16,7 @@
 
 #include "compiler.hpp"
 #include "cpu_load.hpp"
+#include "speed_probe.hpp"
 #include "target.hpp"
 #include "workloads.hpp"
 
@@ -846,6 +847,7 @@ inline int run_batch_main(const std::string& spec_path) {
     std::vector<float*> args;
     for (auto& b : buffers) args.push_back(b.data());
     std::map<std::string, void*> handles;
+    const SpeedProbe probe;
     using Entry = void (*)(float* const*);
     auto clock = [] { return now_s(); };
     auto flush = [&] { // every buffer but the first input
@@ -902,8 +904,11 @@ inline int run_batch_main(const std::string& spec_path) {
         });
         const TimingResult r =
             time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s, guard);
+        const SpeedSample speed = probe.sample();
         timed.push_back({"others_busy", guard.last_busy()});
         timed.push_back({"waited_s", guard.waited_s()});
+        timed.push_back({"probe", json::Value::Object{{"mul_gflops", speed.mul_gflops},
+                                                      {"read_gbs", speed.read_gbs}}});
         json::Value::Array costs;
         for (double c : r.costs) costs.emplace_back(c);
         timed.push_back({"costs", costs});
@@ -921,6 +926,7 @@ struct ProgramResult {
     int tries = 0, redone = 0;
     bool passed = false;
     double max_abs_error = 0, call_s = 0, others_busy = -1, waited_s = 0;
+    SpeedSample probe; // the core's speed just after the timing (zeros: not taken)
     std::string message;
 };
 
@@ -1059,6 +1065,9 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         cur.others_busy = ev.find("others_busy")->as_double();
                         cur.redone = static_cast<int>(ev.find("redone")->as_int64());
                         cur.waited_s = ev.find("waited_s")->as_double();
+                        const json::Value& probe = *ev.find("probe");
+                        cur.probe = {probe.find("mul_gflops")->as_double(),
+                                     probe.find("read_gbs")->as_double()};
                         done(i, cur);
                         current.reset();
                         spec.start = i + 1;

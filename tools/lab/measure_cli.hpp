@@ -157,6 +157,11 @@ inline json::Value quiet_json(const DataOptions& o, const ProgramResult& r) {
         {"max_busy", o.quiet}, {"waited_s", r.waited_s}, {"redone", r.redone}};
 }
 
+// The speed probe taken with a timing (speed_probe.hpp), as records and remeasure store it.
+inline json::Value probe_json(const SpeedSample& s) {
+    return json::Value::Object{{"mul_gflops", s.mul_gflops}, {"read_gbs", s.read_gbs}};
+}
+
 // ------------------------------------------------------------------------------------------
 // target
 
@@ -513,6 +518,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                                 {"first_call_s", r.call_s},
                                 {"others_busy", r.others_busy},
                                 {"quiet", quiet_json(o, r)},
+                                {"probe", probe_json(r.probe)},
                                 {"nice", -20},
                                 {"pipelined_build", pipeline},
                                 {"build_s", b.build_s / static_cast<double>(b.programs.size())}});
@@ -717,6 +723,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::string ref_cache = o.scratch + "/references";
     fs::create_directories(scratch);
     std::vector<double> rel, ratio, rel_median, rel_min;
+    std::vector<double> mul_ratio, read_ratio; // speed probe now / then, records that have one
     std::size_t failed = 0, replay_mismatch = 0, seen = 0;
     std::ofstream detail;
     if (!o.out.empty()) detail.open(o.out);
@@ -734,6 +741,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                               std::to_string(task->input_seed) + ".bin";
         std::vector<DrawnProgram> drawn;
         std::vector<double> old, old_median, old_min;
+        std::vector<const json::Value*> old_probe; // null: measured before records had one
         for (const json::Value* r : recs) {
             DrawnProgram d;
             d.schedule = loopnest::schedule_from_json(*r->find("schedule"), key);
@@ -745,6 +753,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             old.push_back(r->find("latency_s")->find("mean")->as_double());
             old_median.push_back(r->find("latency_s")->find("median")->as_double());
             old_min.push_back(r->find("latency_s")->find("min")->as_double());
+            old_probe.push_back(r->find("run")->find("probe"));
         }
         CompiledBatch b = compile_batch(task, std::move(drawn), target.flags, o.build_timeout,
                                         scratch + "/r" + std::to_string(seen), cpus,
@@ -787,6 +796,13 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                           rel_median.push_back(std::fabs(st.median - old_median[idx[k]]) /
                                                old_median[idx[k]]);
                           rel_min.push_back(std::fabs(st.min - old_min[idx[k]]) / old_min[idx[k]]);
+                          const json::Value* then = old_probe[idx[k]];
+                          if (then) {
+                              mul_ratio.push_back(r.probe.mul_gflops /
+                                                  then->find("mul_gflops")->as_double());
+                              read_ratio.push_back(r.probe.read_gbs /
+                                                   then->find("read_gbs")->as_double());
+                          }
                           if (detail)
                               detail
                                   << json::dump(json::Value::Object{
@@ -800,7 +816,10 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                                                      {"min", st.min},
                                                                      {"std", st.std}}},
                                          {"others_busy", r.others_busy},
-                                         {"quiet", quiet_json(o, r)}})
+                                         {"quiet", quiet_json(o, r)},
+                                         {"probe",
+                                          json::Value::Object{{"old", then ? *then : json::Value()},
+                                                              {"new", probe_json(r.probe)}}}})
                                   << "\n";
                       });
         }
@@ -829,6 +848,13 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
         quantile(ratio, 0.5), quantile(ratio, 0.1), quantile(ratio, 0.9), quantile(rel_median, 0.5),
         quantile(rel_median, 0.9), quantile(rel_min, 0.5), quantile(rel_min, 0.9));
     out << buf;
+    if (!mul_ratio.empty()) {
+        std::snprintf(buf, sizeof buf,
+                      "speed probe now/then (%zu records that have one): multiply median %.4f, "
+                      "streaming read median %.4f\n",
+                      mul_ratio.size(), quantile(mul_ratio, 0.5), quantile(read_ratio, 0.5));
+        out << buf;
+    }
     return 0;
 }
 
