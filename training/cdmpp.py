@@ -5,8 +5,9 @@ training latencies). Loss: loss_mse * MSE + loss_mape * MAPE, both in the transf
 (1000 and 1 in the tuned config), plus cmd_weight * CMD_K between the last hidden layer
 (the last decoder block's output; the embedding when there is no decoder) of the training
 batch and of a batch of target-domain programs (K = 5). Adam, CyclicLR per batch
-(lr/10 .. lr*10, no momentum cycling), grad-norm clipping, early stopping on the validation
-MAPE in seconds (the best weights are kept), fixed seeds, a progress bar on stderr,
+(lr/10 .. lr*10, no momentum cycling), grad-norm clipping, early stopping on a validation
+metric (MAPE in seconds, or RMSE of ln seconds, which does not reward under-prediction; the
+best weights are kept), fixed seeds, a progress bar on stderr,
 checkpoints (last and best) in the output directory.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from converters import convert as cv
 from training import metrics as M
 from training.data import Dataset, fit_output_transform
 
+SELECTION_METRICS = ("mape", "rmse_log")
 DEFAULT_LR = {"paper": 1.68e-5, "compact": 1e-4}
 
 
@@ -52,6 +54,8 @@ class TrainConfig:
     clip_grad: float = 2.0
     max_epochs: int = 200
     patience: int = 10                     # epochs without validation improvement
+    select_on: str = "mape"                # validation metric that picks the kept weights:
+                                           #   mape (seconds) | rmse_log (ln seconds)
     max_steps: int = 0                     # 0 = unlimited
     time_limit_s: float = 0                # 0 = unlimited
     eval_batch: int = 2048
@@ -209,7 +213,8 @@ class TrainResult:
     transform: ct.OutputTransform
     history: List[dict]
     best_epoch: int
-    best_val_mape: float
+    best_val: float                 # the validation metric cfg.select_on picked the weights on
+    select_on: str
     train_time_s: float
     steps: int
     parameters: int
@@ -225,6 +230,8 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
     cfg.cmd_weight > 0). device: whether the model has the device branch (default: the
     training set spans more than one target). init: continue from this result's weights,
     feature normalisation and transform (fine-tuning)."""
+    if cfg.select_on not in SELECTION_METRICS:
+        raise ValueError(f"select_on: {cfg.select_on!r} is not one of {SELECTION_METRICS}")
     torch.set_num_threads(max(1, int(cfg.threads)))
     seed_everything(cfg.seed)
     train_idx = np.asarray(train_idx, dtype=np.int64)
@@ -321,22 +328,27 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
             if cmd_v is not None:
                 post["cmd"] = float(cmd_v)
             if best_val < float("inf"):
-                post["best_val_mape"] = best_val
+                post["best_val_" + cfg.select_on] = best_val
             bar.update(1, **post)
             if (cfg.max_steps and steps >= cfg.max_steps) or \
                     (cfg.time_limit_s and time.time() - t0 > cfg.time_limit_s):
                 stop = True
                 break
         val_pred = predict_seconds(model, ds, val_idx, norm, cfg.eval_batch) if len(val_idx) else None
-        val_mape = M.mape(ds.latency[val_idx], val_pred) if val_pred is not None else \
-            float(np.mean(losses) if losses else np.inf)
-        if not np.isfinite(val_mape):
-            val_mape = float("inf")
-        history.append({"epoch": epoch, "steps": steps, "train_loss": float(np.mean(losses)) if losses else None,
-                        "val_mape": val_mape, "lr": float(sched.get_last_lr()[0]),
-                        "time_s": time.time() - t0})
-        if val_mape < best_val or best_state is None:
-            best_val, best_epoch, bad = val_mape, epoch, 0
+        entry = {"epoch": epoch, "steps": steps,
+                 "train_loss": float(np.mean(losses)) if losses else None}
+        if val_pred is not None:
+            entry["val_mape"] = M.mape(ds.latency[val_idx], val_pred)
+            entry["val_rmse_log"] = M.rmse_log(ds.latency[val_idx], val_pred)
+            score = entry["val_" + cfg.select_on]
+        else:
+            score = entry["train_loss"] if losses else np.inf
+        if not np.isfinite(score):
+            score = float("inf")
+        entry.update(lr=float(sched.get_last_lr()[0]), time_s=time.time() - t0)
+        history.append(entry)
+        if score < best_val or best_state is None:
+            best_val, best_epoch, bad = score, epoch, 0
             best_state = copy.deepcopy(model.state_dict())
         else:
             bad += 1
@@ -359,7 +371,7 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
     model.load_state_dict(best_state)
     model.eval()
     res = TrainResult(model=model, norm=norm, transform=transform, history=history,
-                      best_epoch=best_epoch, best_val_mape=best_val,
+                      best_epoch=best_epoch, best_val=best_val, select_on=cfg.select_on,
                       train_time_s=time.time() - t0, steps=steps,
                       parameters=ct.count_parameters(model), schedule=dataclasses.asdict(plan))
     if out_dir:

@@ -223,7 +223,8 @@ class Runner:
                       "counts": split.counts()},
             "metrics": {k: v["metrics"] for k, v in test_rows.items()},
             "training": {"time_s": round(res.train_time_s, 1), "steps": res.steps,
-                         "best_epoch": res.best_epoch, "best_val_mape": res.best_val_mape,
+                         "best_epoch": res.best_epoch,
+                         "selected_on": {"metric": "val_" + res.select_on, "value": res.best_val},
                          "schedule": res.schedule, "threads": tc.threads, "blas": self.cfg.get("blas"),
                          "learning_rate": tc.learning_rate, "hyperparameters": {
                              k: v for k, v in self.cfg["cdmpp"].items()}},

@@ -234,8 +234,10 @@ class Transforms(unittest.TestCase):
             loss.backward()
             opt.step()
         model.eval()
-        res = C.TrainResult(model, (lo, hi), model.output_transform, [], 0, 0.0, 0.0, 5,
-                            ct.count_parameters(model), schedule={})
+        res = C.TrainResult(model=model, norm=(lo, hi), transform=model.output_transform,
+                            history=[], best_epoch=0, best_val=0.0, select_on="mape",
+                            train_time_s=0.0, steps=5, parameters=ct.count_parameters(model),
+                            schedule={})
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.safetensors")
             C.export(res, path, {"test": True}, selftest=2)
@@ -450,6 +452,23 @@ class Training(_SyntheticData, unittest.TestCase):
         self.assertEqual(full.transform.kind, "boxcox")
         z = full.transform.forward(torch.from_numpy(ds.latency[sp.train])).numpy()
         self.assertAlmostEqual(float(z.mean()), 0.0, places=6)
+
+    def test_selection_metric_picks_the_kept_epoch(self):
+        ds = self.load()
+        sp = S.random_split(ds, 0)
+        base = dict(model_overrides={"d_model": 16, "ffn_dim": 16, "layers": 1,
+                                     "embed_dims": [16, 8], "decoder_dims": [8]},
+                    batch_size=64, lr=1e-3, progress=False, patience=100, max_epochs=4)
+        for metric in C.SELECTION_METRICS:
+            res = C.train(ds, sp.train, sp.val, C.TrainConfig(select_on=metric, **base))
+            scores = [h["val_" + metric] for h in res.history]
+            self.assertEqual(res.best_epoch, int(np.argmin(scores)), metric)
+            self.assertEqual(res.best_val, min(scores))
+            pred = C.predict_seconds(res.model, ds, sp.val, res.norm, 256)
+            metric_fn = M.mape if metric == "mape" else M.rmse_log
+            self.assertAlmostEqual(metric_fn(ds.latency[sp.val], pred), res.best_val, places=4)
+        with self.assertRaisesRegex(ValueError, "select_on: 'loss' is not one of"):
+            C.train(ds, sp.train, sp.val, C.TrainConfig(select_on="loss", **base))
 
 
 # --------------------------------------------------------------------------------------
