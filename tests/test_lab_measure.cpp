@@ -47,13 +47,15 @@ struct TinySetup {
                    R"("epilogue":["bias_add"],"count":2}]})");
     }
     // The quiet guard is off unless `quiet` is given: ctest runs other suites beside this one.
-    DataOptions options(int per_task, const std::string& quiet = "off") const {
-        return parse_data_options(
-            {"measure", "--target", "test.t1", "--per-task", std::to_string(per_task), "--data",
-             data, "--scratch", root + "/scratch", "--batch", "2",
-             // off the last core, where real measurements run
-             "--core", "0", "--compile-cores", "0", "--quiet", quiet, "--quiet-wait", "0.2"},
-            workloads);
+    DataOptions options(int per_task, const std::string& quiet = "off",
+                        std::vector<std::string> extra = {}) const {
+        std::vector<std::string> args = {
+            "measure", "--target", "test.t1", "--per-task", std::to_string(per_task), "--data",
+            data, "--scratch", root + "/scratch", "--batch", "2",
+            // off the last core, where real measurements run
+            "--core", "0", "--compile-cores", "0", "--quiet", quiet, "--quiet-wait", "0.2"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return parse_data_options(args, workloads);
     }
 };
 
@@ -275,6 +277,33 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
         CHECK(quiet.find("redone")->as_int64() >= 0);
     }
     CHECK(guarded == 2);
+
+    // Re-timing: programs last timed before the cutoff get a new record; the old ones stay,
+    // and readers see each program once, with its latest timing.
+    CHECK_THROWS_WITH_AS(s.options(8, "off", {"--retime-before", "yesterday"}),
+                         "tempo lab measure --retime-before: 'yesterday' is not a UTC time like "
+                         "2026-12-02T18:00:00Z",
+                         Error);
+    CHECK(lab_measure(s.options(8, "off", {"--retime-before", "2000-01-01T00:00:00Z"}), log) == 0);
+    CHECK(lab_measure(s.options(3, "off", {"--retime-before", "2999-01-01T00:00:00Z"}), log) == 3);
+    const std::vector<json::Value> timings = all_records(dir);
+    REQUIRE(timings.size() == 11);
+    std::map<std::string, std::string> retimed; // sid -> the appended record
+    for (std::size_t i = 8; i < timings.size(); ++i)
+        retimed[timings[i].find("sid")->as_string()] = json::dump(timings[i]);
+    CHECK(retimed.size() == 3);
+    std::map<std::string, int> seen;
+    const std::size_t programs = for_each_latest_record(dir, [&](const json::Value& r) {
+        const std::string& sid = r.find("sid")->as_string();
+        ++seen[sid];
+        if (retimed.count(sid)) CHECK(json::dump(r) == retimed[sid]);
+    });
+    CHECK(programs == 8);
+    CHECK(seen.size() == 8);
+    std::ostringstream stats;
+    lab_stats(parse_data_options({"stats", "--data", s.data}, s.workloads), stats);
+    CHECK(stats.str().find("test.t1: 8 records") != std::string::npos);
+    CHECK(stats.str().find("3 earlier timings superseded by re-timing") != std::string::npos);
 }
 
 TEST_CASE("the compiled naive loop nest, the reference of large tasks, matches the interpreter") {

@@ -403,6 +403,32 @@ def noise_of(latency_s: dict, stat: str = "std") -> float:
     return std / mean
 
 
+def record_sid(r: dict) -> str:
+    """The record's schedule id (the lab writes `sid`; otherwise a hash of the schedule)."""
+    return r.get("sid") or hashlib.sha1(
+        json.dumps(r.get("schedule"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def latest_timings(files: Sequence[str]) -> set:
+    """Line indices (over `files`, in order) of each program's latest timing: a program
+    re-timed by `tempo lab measure --retime-before` has several records; the one with the
+    largest measured_at wins (the later line on a tie), as the lab's own readers do."""
+    latest: Dict[str, Tuple[str, int]] = {}
+    keep = set()
+    k = -1
+    for path in files:
+        for _, r in iter_jsonl(path):
+            k += 1
+            if not isinstance(r, dict):     # the loader reports it, naming file and line
+                keep.add(k)
+                continue
+            key = f"{r.get('task')}#{record_sid(r)}"
+            t = str(r.get("measured_at", ""))
+            if key not in latest or t >= latest[key][0]:
+                latest[key] = (t, k)
+    return keep | {line for _, line in latest.values()}
+
+
 def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[str] = None,
                  cache_dir: Optional[str] = None, noise_max_cv: Optional[float] = 0.01,
                  min_records_per_task: int = 0, max_leaves: Optional[int] = None,
@@ -415,12 +441,14 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
     (CDMPP) or "mad" = median |cost - median| / median over latency_s.costs (robust to a few
     disturbed repeats; std/mean when a record has no costs); leaf count > max_leaves or != exact_leaves
     (the model's limit); then tasks with fewer than min_records_per_task records (per target).
-    Duplicate (task, sid, target) keys keep the first record."""
+    A program timed more than once counts with its latest timing (`latest_timings`); other
+    duplicate (task, sid, target) keys keep the first record."""
     keys, tasks, tgts, lat, lstd, lmin, flops, devs = [], [], [], [], [], [], [], []
     feat_chunks, pos_chunks, counts, id_chunks, tree_chunks = [], [], [], [], []
     task_networks, task_ops = {}, {}
     stats = {"read": 0, "dropped_bad_latency": 0, "dropped_noisy": 0, "dropped_leaves": 0,
-             "dropped_duplicate": 0, "dropped_small_task": 0, "featurized": 0, "per_target": {}}
+             "dropped_duplicate": 0, "dropped_small_task": 0, "superseded_by_retiming": 0,
+             "featurized": 0, "per_target": {}}
     seen = set()
     for target in targets:
         info = load_target_info(data_dir, target)
@@ -428,6 +456,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
         if not files:
             raise DataError(f"no record files under {os.path.join(data_dir, target)}")
         featurized, by_id = None, None
+        current = latest_timings(files)
         n_target = 0
         line_k = -1      # record line index over the target's files (featurize's order)
         for path in files:
@@ -435,10 +464,12 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                 where = f"{os.path.basename(path)}:{no}"
                 stats["read"] += 1
                 line_k += 1
+                if line_k not in current:
+                    stats["superseded_by_retiming"] += 1
+                    continue
                 try:
                     task = r["task"]
-                    sid = r.get("sid") or hashlib.sha1(
-                        json.dumps(r.get("schedule"), sort_keys=True).encode()).hexdigest()[:16]
+                    sid = record_sid(r)
                     ls = r["latency_s"]
                     mean, std = float(ls["mean"]), float(ls.get("std", 0.0))
                 except (KeyError, TypeError, ValueError) as e:
@@ -536,7 +567,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
         f"({100 * kept_frac:.1f}%): {stats['dropped_noisy']} noisy ({noise_stat} > {noise_max_cv}), "
         f"{stats['dropped_bad_latency']} bad latency, {stats['dropped_leaves']} over the leaf "
         f"limit, {stats['dropped_small_task']} in tasks with < {max(1, min_records_per_task)} "
-        f"records")
+        f"records, {stats['superseded_by_retiming']} earlier timings of re-timed programs")
     if stats["read"] and stats["dropped_noisy"] > 0.5 * stats["read"]:
         log(f"data: WARNING more than half the records are noisier than std/mean "
             f"{noise_max_cv}; consider --noise-max-cv")

@@ -281,6 +281,29 @@ class Data(_SyntheticData, unittest.TestCase):
         part = quiet(D.load_records, d, ["t"], noise_max_cv=None)
         self.assertGreater(len(part), 0)
 
+    def test_a_retimed_program_counts_with_its_latest_timing(self):
+        d = os.path.join(self.tmp.name, "retimed")
+        os.makedirs(os.path.join(d, "targets"))
+        os.makedirs(os.path.join(d, "t"))
+        with open(os.path.join(d, "targets", "t.json"), "w") as f:
+            json.dump({"cdmpp_device_features": [1] * 8}, f)
+        src = os.path.join(self.data, SYNTHETIC_TARGETS[0], "records-1-0001.jsonl")
+        with open(src) as f:
+            lines = [json.loads(l) for l in f if l.endswith("\n")]
+        first, other = lines[0], lines[1:]
+        later = dict(first, measured_at="2026-12-03T02:00:00Z",
+                     latency_s=dict(first["latency_s"], mean=first["latency_s"]["mean"] * 3))
+        first = dict(first, measured_at="2026-12-02T16:00:00Z")
+        # the re-timing sits in an earlier file than the original: time decides, not order
+        for name, rows in (("records-0.jsonl", [later]), ("records-1.jsonl", [first] + other)):
+            with open(os.path.join(d, "t", name), "w") as f:
+                f.writelines(json.dumps(r) + "\n" for r in rows)
+        ds = D.load_records(d, ["t"], noise_max_cv=None)
+        self.assertEqual(ds.stats["superseded_by_retiming"], 1)
+        self.assertEqual(len(ds), len(lines))
+        key = f"{first['task']}#{first['sid']}@t"
+        self.assertAlmostEqual(ds.latency[ds.keys.index(key)], later["latency_s"]["mean"])
+
     def test_noise_measures(self):
         ls = {"mean": 2.0, "std": 0.5, "costs": [1.0, 1.0, 1.1, 0.9, 5.0]}
         self.assertAlmostEqual(D.noise_of(ls, "std"), 0.25)

@@ -393,6 +393,35 @@ inline std::size_t for_each_record(const std::string& dir,
     return count;
 }
 
+// A program's identity within a target: its task and schedule id.
+inline std::string record_key(const std::string& task, const std::string& sid) {
+    return task + "|" + sid;
+}
+
+// Like for_each_record, but a program timed more than once (`measure --retime-before`) is
+// visited once, with its latest timing (the largest measured_at; the later line on a tie).
+// Returns the number of programs.
+inline std::size_t for_each_latest_record(const std::string& dir,
+                                          const std::function<void(const json::Value&)>& f) {
+    std::map<std::string, std::pair<std::string, std::size_t>> latest; // key -> (time, line)
+    std::size_t line = 0;
+    for_each_record(dir, [&](const json::Value& r) {
+        const std::string key = record_key(r.find("task")->as_string(), r.find("sid")->as_string());
+        const json::Value* at = r.find("measured_at");
+        const std::string t = at ? at->as_string() : std::string();
+        auto [it, fresh] = latest.try_emplace(key, t, line);
+        if (!fresh && t >= it->second.first) it->second = {t, line};
+        ++line;
+    });
+    line = 0;
+    for_each_record(dir, [&](const json::Value& r) {
+        const auto it =
+            latest.find(record_key(r.find("task")->as_string(), r.find("sid")->as_string()));
+        if (it->second.second == line++) f(r);
+    });
+    return latest.size();
+}
+
 inline bool gzip_file(const std::string& path) {
     const std::string gz = path + ".gz", tmp = path + ".gz.tmp";
     if (std::system(("gzip -n -9 -c '" + path + "' > '" + tmp + "'").c_str()) != 0) return false;

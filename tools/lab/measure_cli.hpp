@@ -20,9 +20,13 @@ inline constexpr const char* kDataUsage =
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
     "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
+    "          [--retime-before UTC-TIME]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
+    "      --retime-before T: programs whose records were all measured before T (e.g.\n"
+    "      2026-12-02T18:00:00Z) are timed again; the new record is appended, the old one kept,\n"
+    "      and readers (stats, remeasure, training) use each program's latest timing\n"
     "  stats [--target ID]...                     records per target, network, operator;\n"
     "                                             latency range, noise, failures\n"
     "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B]\n"
@@ -46,7 +50,7 @@ inline bool is_data_command(const std::string& c) {
 
 struct DataOptions {
     std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch,
-                         out;
+                         out, retime_before; // retime_before: UTC time, YYYY-MM-DDTHH:MM:SSZ
     std::vector<std::string> files, targets, first = holdout_networks();
     std::vector<int> compile_cores;
     int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200,
@@ -133,7 +137,15 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             o.quiet = v == "off" ? -1 : std::stod(v);
         } else if (a == "--quiet-wait")
             o.quiet_wait_s = std::stod(value());
-        else if (a == "--max-busy")
+        else if (a == "--retime-before") {
+            o.retime_before = value();
+            const std::string& t = o.retime_before;
+            const bool shape = t.size() == 20 && t[4] == '-' && t[7] == '-' && t[10] == 'T' &&
+                               t[13] == ':' && t[16] == ':' && t[19] == 'Z';
+            if (!shape)
+                throw Error("tempo lab measure --retime-before",
+                            "'" + t + "' is not a UTC time like 2026-12-02T18:00:00Z");
+        } else if (a == "--max-busy")
             o.max_busy = std::stod(value());
         else if (a == "--compile-cores")
             for (const auto& c : split(value(), ',')) o.compile_cores.push_back(std::stoi(c));
@@ -270,10 +282,6 @@ inline void on_stop_signal(int) {
     stop_requested().store(true);
 }
 
-inline std::string record_key(const std::string& task, const std::string& sid) {
-    return task + "|" + sid;
-}
-
 inline std::string schedule_text(const json::Value& record) {
     const json::Value* s = record.find("schedule");
     return s ? json::dump(*s) : "";
@@ -331,7 +339,14 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
         const std::string k = record_key(r.find("task")->as_string(), r.find("sid")->as_string());
         if (done.insert(k).second) ++done_per_task[r.find("task")->as_string()];
     };
-    const std::size_t existing = for_each_record(dir, note_done);
+    std::size_t to_retime = 0;
+    const std::size_t existing = for_each_latest_record(dir, [&](const json::Value& r) {
+        const json::Value* at = r.find("measured_at");
+        if (!o.retime_before.empty() && (!at || at->as_string() < o.retime_before))
+            ++to_retime;
+        else
+            note_done(r);
+    });
     const std::size_t existing_failures = for_each_record(dir, note_done, true);
 
     Progress progress;
@@ -343,8 +358,11 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     for (int c : cores) log << " " << c;
     log << "), " << plan.size() << " tasks in shard " << o.shard << "/" << o.shards << ", "
         << o.per_task << " programs per task; " << existing << " records and " << existing_failures
-        << " failures already in " << dir << "; up to " << progress.total
-        << " programs to measure\n";
+        << " failures already in " << dir << "; up to " << progress.total << " programs to measure";
+    if (!o.retime_before.empty())
+        log << " (" << to_retime << " programs last timed before " << o.retime_before
+            << " are timed again; their old records stay)";
+    log << "\n";
 
     RecordWriter writer(dir, "s" + std::to_string(o.shard) + "of" + std::to_string(o.shards),
                         o.rotate_records, o.rotate_s);
@@ -598,7 +616,8 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         std::vector<double> means, cvs, busy;
         int min_repeats = 1 << 30;
         std::size_t not_passed = 0;
-        const std::size_t n = for_each_record(dir, [&](const json::Value& r) {
+        const std::size_t timings = for_each_record(dir, [](const json::Value&) {});
+        const std::size_t n = for_each_latest_record(dir, [&](const json::Value& r) {
             const std::string& task = r.find("task")->as_string();
             ++per_op[r.find("op")->as_string()];
             std::set<std::string> nets;
@@ -633,6 +652,7 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         ++shown;
         out << "== target " << t << ": " << n << " records, " << per_task.size() << " tasks, "
             << per_net_records.size() << " networks; " << nf << " failures";
+        if (timings > n) out << "; " << timings - n << " earlier timings superseded by re-timing";
         for (const auto& [k, c] : fail_kinds) out << " " << k << "=" << c;
         out << "\n";
         if (n == 0) continue;
@@ -700,7 +720,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::string dir = o.data + "/" + target.id;
     std::vector<json::Value> records;
     std::size_t busier = 0;
-    for_each_record(dir, [&](const json::Value& r) {
+    for_each_latest_record(dir, [&](const json::Value& r) {
         const json::Value* run = r.find("run");
         const json::Value* busy = run ? run->find("others_busy") : nullptr;
         if (o.max_busy >= 0 && (!busy || busy->as_double() > o.max_busy))
