@@ -417,7 +417,9 @@ inline std::size_t for_each_latest_record(const std::string& dir,
     for_each_record(dir, [&](const json::Value& r) {
         const auto it =
             latest.find(record_key(r.find("task")->as_string(), r.find("sid")->as_string()));
-        if (it->second.second == line++) f(r);
+        // A record appended between the passes (a measurement running) waits for the next read.
+        if (it != latest.end() && it->second.second == line) f(r);
+        ++line;
     });
     return latest.size();
 }

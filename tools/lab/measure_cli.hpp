@@ -339,20 +339,26 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
         const std::string k = record_key(r.find("task")->as_string(), r.find("sid")->as_string());
         if (done.insert(k).second) ++done_per_task[r.find("task")->as_string()];
     };
+    // --retime-before: programs whose latest timing is older, by task, timed again from their
+    // stored schedules (they still count toward --per-task: no fresh program replaces them).
+    std::map<std::string, std::vector<json::Value>> retime;
     std::size_t to_retime = 0;
     const std::size_t existing = for_each_latest_record(dir, [&](const json::Value& r) {
+        note_done(r);
         const json::Value* at = r.find("measured_at");
-        if (!o.retime_before.empty() && (!at || at->as_string() < o.retime_before))
-            ++to_retime;
-        else
-            note_done(r);
+        if (o.retime_before.empty() || (at && at->as_string() >= o.retime_before)) return;
+        const std::string& task = r.find("task")->as_string();
+        done.erase(record_key(task, r.find("sid")->as_string()));
+        retime[task].push_back(r);
+        ++to_retime;
     });
     const std::size_t existing_failures = for_each_record(dir, note_done, true);
 
     Progress progress;
     progress.tasks_total = plan.size();
     for (const auto& t : plan)
-        progress.total += static_cast<std::size_t>(std::max(0, o.per_task - done_per_task[t.key]));
+        progress.total += static_cast<std::size_t>(std::max(0, o.per_task - done_per_task[t.key])) +
+                          (retime.count(t.key) ? retime[t.key].size() : 0);
     log << "tempo lab measure: target " << target.id << " (-march=" << target.march << ", "
         << target.threads << " thread(s) on core(s)";
     for (int c : cores) log << " " << c;
@@ -385,7 +391,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     auto produce = [&](const std::function<bool(CompiledBatch)>& sink) {
         for (std::size_t ti = 0; ti < plan.size() && !time_up(); ++ti) {
             const PlannedTask& pt = plan[ti];
-            if (done_per_task[pt.key] >= o.per_task) continue;
+            const auto again = retime.find(pt.key);
+            if (done_per_task[pt.key] >= o.per_task && again == retime.end()) continue;
             auto task = std::make_shared<TaskContext>();
             task->wt = pt.wt;
             task->key = pt.key;
@@ -411,8 +418,30 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                     {"measured_at", iso_time_utc()}});
             }
             std::vector<DrawnProgram> todo;
+            std::set<std::string> in_todo;
+            if (again != retime.end())
+                for (const json::Value& r : again->second) {
+                    DrawnProgram d;
+                    d.schedule = loopnest::schedule_from_json(*r.find("schedule"), pt.key);
+                    loopnest::validate_schedule(task->dag, d.schedule, pt.key);
+                    d.program = loopnest::Lowerer(task->dag, d.schedule).run();
+                    d.sid = program_id(d.program);
+                    if (d.sid != r.find("sid")->as_string())
+                        throw Error(pt.key + " " + r.find("sid")->as_string(),
+                                    "the stored schedule lowers to " + d.sid +
+                                        " now (the lab's lowering changed): cannot time it again");
+                    const json::Value* sample = r.find("sample");
+                    d.index = sample ? static_cast<int>(sample->find("index")->as_int64()) : 0;
+                    d.mutation = sample && sample->find("origin")->as_string() == "mutation";
+                    in_todo.insert(d.sid);
+                    todo.push_back(std::move(d));
+                }
+            int fresh = std::max(0, o.per_task - done_per_task[pt.key]);
             for (auto& d : drawn)
-                if (!done.count(record_key(pt.key, d.sid))) todo.push_back(std::move(d));
+                if (fresh > 0 && !done.count(record_key(pt.key, d.sid)) && !in_todo.count(d.sid)) {
+                    todo.push_back(std::move(d));
+                    --fresh;
+                }
             if (todo.empty()) continue;
             task->input_seed = o.input_seed;
             try {
@@ -613,7 +642,7 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         std::map<std::string, std::size_t> per_op, per_net_records;
         std::map<std::string, std::set<std::string>> per_net_tasks;
         std::map<std::string, std::vector<double>> per_task;
-        std::vector<double> means, cvs, busy;
+        std::vector<double> means, cvs, busy, probe_mul, probe_read;
         int min_repeats = 1 << 30;
         std::size_t not_passed = 0;
         const std::size_t timings = for_each_record(dir, [](const json::Value&) {});
@@ -634,8 +663,13 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
             cvs.push_back(mean > 0 ? std_ / mean : 0);
             per_task[task].push_back(mean);
             min_repeats = std::min(min_repeats, static_cast<int>(lat->find("repeats")->as_int64()));
-            if (const json::Value* run = r.find("run"))
+            if (const json::Value* run = r.find("run")) {
                 if (const json::Value* b = run->find("others_busy")) busy.push_back(b->as_double());
+                if (const json::Value* p = run->find("probe")) {
+                    probe_mul.push_back(p->find("mul_gflops")->as_double());
+                    probe_read.push_back(p->find("read_gbs")->as_double());
+                }
+            }
             const json::Value* check = r.find("check");
             if (!check || !check->find("passed")->as_bool()) ++not_passed;
         });
@@ -652,8 +686,8 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
         ++shown;
         out << "== target " << t << ": " << n << " records, " << per_task.size() << " tasks, "
             << per_net_records.size() << " networks; " << nf << " failures";
-        if (timings > n) out << "; " << timings - n << " earlier timings superseded by re-timing";
         for (const auto& [k, c] : fail_kinds) out << " " << k << "=" << c;
+        if (timings > n) out << "; " << timings - n << " earlier timings superseded by re-timing";
         out << "\n";
         if (n == 0) continue;
         const double lo = *std::min_element(means.begin(), means.end()),
@@ -693,6 +727,15 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
             std::snprintf(buf, sizeof buf,
                           "other CPUs busy while timing: p10 %.2f  p50 %.2f  p90 %.2f\n",
                           quantile(busy, 0.1), quantile(busy, 0.5), quantile(busy, 0.9));
+            out << buf;
+        }
+        if (!probe_mul.empty()) {
+            std::snprintf(buf, sizeof buf,
+                          "speed probe (%zu records): multiply p10 %.1f  p50 %.1f  p90 %.1f "
+                          "GFLOP/s; streaming read p10 %.1f  p50 %.1f  p90 %.1f GB/s\n",
+                          probe_mul.size(), quantile(probe_mul, 0.1), quantile(probe_mul, 0.5),
+                          quantile(probe_mul, 0.9), quantile(probe_read, 0.1),
+                          quantile(probe_read, 0.5), quantile(probe_read, 0.9));
             out << buf;
         }
         out << "per network (records / tasks):";
