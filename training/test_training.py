@@ -253,6 +253,15 @@ class Transforms(unittest.TestCase):
 
 # --------------------------------------------------------------------------------------
 class Data(_SyntheticData, unittest.TestCase):
+    def target_dir(self, name: str) -> str:
+        """A data directory with one target `t` (its file and an empty record folder)."""
+        d = os.path.join(self.tmp.name, name)
+        os.makedirs(os.path.join(d, "targets"))
+        os.makedirs(os.path.join(d, "t"))
+        with open(os.path.join(d, "targets", "t.json"), "w") as f:
+            json.dump({"cdmpp_device_features": [1] * 8}, f)
+        return d
+
     def test_loading_filters_and_files(self):
         ds = self.load()
         st = ds.stats
@@ -268,11 +277,7 @@ class Data(_SyntheticData, unittest.TestCase):
         exact = self.load(exact_leaves=2)
         self.assertTrue((exact.n_leaves == 2).all())
         # a truncated gzip member at the end (shard being compressed): complete lines kept
-        d = os.path.join(self.tmp.name, "trunc")
-        os.makedirs(os.path.join(d, "targets"))
-        os.makedirs(os.path.join(d, "t"))
-        with open(os.path.join(d, "targets", "t.json"), "w") as f:
-            json.dump({"cdmpp_device_features": [1] * 8}, f)
+        d = self.target_dir("trunc")
         src = os.path.join(self.data, SYNTHETIC_TARGETS[0], "records-1-0001.jsonl")
         with open(src, "rb") as f:
             blob = gzip.compress(f.read())
@@ -282,11 +287,7 @@ class Data(_SyntheticData, unittest.TestCase):
         self.assertGreater(len(part), 0)
 
     def test_a_retimed_program_counts_with_its_latest_timing(self):
-        d = os.path.join(self.tmp.name, "retimed")
-        os.makedirs(os.path.join(d, "targets"))
-        os.makedirs(os.path.join(d, "t"))
-        with open(os.path.join(d, "targets", "t.json"), "w") as f:
-            json.dump({"cdmpp_device_features": [1] * 8}, f)
+        d = self.target_dir("retimed")
         src = os.path.join(self.data, SYNTHETIC_TARGETS[0], "records-1-0001.jsonl")
         with open(src) as f:
             lines = [json.loads(l) for l in f if l.endswith("\n")]
