@@ -227,6 +227,7 @@ class Dataset:
     latency_min: np.ndarray               # (N,)
     flops: np.ndarray                     # (N,)
     device: np.ndarray                    # (N, 8) CDMPP device features of the record's target
+    measured_at: np.ndarray               # (N,) str: UTC time of the timing used ('' if absent)
     rows: np.ndarray                      # (R, F) float32 leaf features (raw, slog'd)
     positions: np.ndarray                 # (R,) int32 leaf position in the serialized tree
     offsets: np.ndarray                   # (N+1,) int64; program i = rows[offsets[i]:offsets[i+1]]
@@ -264,7 +265,8 @@ class Dataset:
             target_names=list(self.target_names), target=self.target[idx].copy(),
             latency=self.latency[idx].copy(), latency_std=self.latency_std[idx].copy(),
             latency_min=self.latency_min[idx].copy(), flops=self.flops[idx].copy(),
-            device=self.device[idx].copy(), rows=self.rows[src], positions=self.positions[src],
+            device=self.device[idx].copy(), measured_at=self.measured_at[idx].copy(),
+            rows=self.rows[src], positions=self.positions[src],
             offsets=np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
             leaf_ids=self.leaf_ids[src],
             trees=self.trees[_ragged_index(self.tree_offsets[idx], tl)],
@@ -443,7 +445,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
     (the model's limit); then tasks with fewer than min_records_per_task records (per target).
     A program timed more than once counts with its latest timing (`latest_timings`); other
     duplicate (task, sid, target) keys keep the first record."""
-    keys, tasks, tgts, lat, lstd, lmin, flops, devs = [], [], [], [], [], [], [], []
+    keys, tasks, tgts, lat, lstd, lmin, flops, devs, when = [], [], [], [], [], [], [], [], []
     feat_chunks, pos_chunks, counts, id_chunks, tree_chunks = [], [], [], [], []
     task_networks, task_ops = {}, {}
     stats = {"read": 0, "dropped_bad_latency": 0, "dropped_noisy": 0, "dropped_leaves": 0,
@@ -517,6 +519,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                 lmin.append(float(ls.get("min", mean)))
                 flops.append(float(r.get("flops", ast.get("flops", 0.0)) or 0.0))
                 devs.append(info["_device"])
+                when.append(str(r.get("measured_at", "")))
                 feat_chunks.append(feats)
                 pos_chunks.append(np.asarray(pos, dtype=np.int32))
                 id_chunks.append(np.asarray(ids, dtype=np.int32))
@@ -546,6 +549,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
         target=np.array([target_names.index(t) for t in tgts], np.int64),
         latency=np.array(lat), latency_std=np.array(lstd), latency_min=np.array(lmin),
         flops=np.array(flops), device=np.array(devs, dtype=np.float32),
+        measured_at=np.array(when, dtype=object),
         rows=np.concatenate(feat_chunks).astype(np.float32),
         positions=np.concatenate(pos_chunks).astype(np.int32),
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),

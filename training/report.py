@@ -112,6 +112,11 @@ def render(results: List[dict]) -> str:
                    f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
                    f"≤ {d.get('noise_max_cv')}); split file "
                    f"`{res.get('split_file', '?')}` (seed {res.get('seed')}); run {res.get('date', '?')}.")
+        spans = {k: v for k, v in (res.get("measured") or {}).items() if v}
+        if spans:
+            out.append("Measured (UTC; the host's speed drifts by tens of percent over hours, so "
+                       "parts timed at different times differ by more than the programs do): " +
+                       "; ".join(f"{k} records {v[0]} … {v[1]}" for k, v in spans.items()) + ".")
         out.append("")
         out += table(res)
         out.append("")

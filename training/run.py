@@ -266,7 +266,9 @@ class Runner:
         return path
 
     def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool,
-               records: Optional[int] = None) -> dict:
+               records: Optional[int] = None, parts: Optional[Dict[str, np.ndarray]] = None) -> dict:
+        """parts: named index sets (training, test) whose measurement times the report shows:
+        records of one part timed in another host state than the other's bias the result."""
         result = {"split": self.experiment, "seed": self.cfg["seed"],
                   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   "data": {"targets": targets, "records": int(records if records is not None else len(ds)),
@@ -277,7 +279,8 @@ class Runner:
                                           for p in split_files),
                   "cdmpp": self.cfg["cdmpp"], "xgboost": self.cfg["xgboost"], "mlp": self.cfg["mlp"],
                   "blas": self.cfg.get("blas"), "threads": self.cfg["threads"],
-                  "quick": bool(self.args.quick), "rows": self.rows}
+                  "quick": bool(self.args.quick), "rows": self.rows,
+                  "measured": {name: measured_span(ds, idx) for name, idx in (parts or {}).items()}}
         with open(os.path.join(self.out, "result.json"), "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
         if self.report_dir:
@@ -286,6 +289,12 @@ class Runner:
             else:
                 log(f"report: {R.write_result(result, self.report_dir)}")
         return result
+
+
+def measured_span(ds: Dataset, idx) -> Optional[List[str]]:
+    """[first, last] measurement time of the records idx (None when they carry none)."""
+    when = sorted(t for t in ds.measured_at[np.asarray(idx, dtype=np.int64)] if t)
+    return [when[0], when[-1]] if when else None
 
 
 def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds: Dataset, idx,
@@ -400,7 +409,8 @@ def exp_cross_model(cfg: dict, args) -> dict:
     rows = rn.cdmpp_rows(res, model_name(cfg), ds, tests)
     rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
     rn.baselines(ds, split.train, split.val, tests)
-    return rn.finish(ds, [target], [sf], synthetic)
+    return rn.finish(ds, [target], [sf], synthetic,
+                     parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
 
 
 def exp_cross_device(cfg: dict, args) -> dict:
@@ -454,7 +464,8 @@ def exp_cross_device(cfg: dict, args) -> dict:
                              "selection_cmd": v["cmd_to_pool"]})
         if dc.get("baselines_per_variant", True):
             rn.baselines(ds, ft_train, split.val, tests, tag="+target")
-    return rn.finish(ds, targets, [sf], synthetic)
+    return rn.finish(ds, targets, [sf], synthetic,
+                     parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
 
 
 def openblas_dir() -> Optional[str]:

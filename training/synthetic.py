@@ -60,7 +60,7 @@ def write_synthetic_data(root: str, n_tasks: int = 12, per_task: int = 30,
         with open(os.path.join(root, "targets", f"{target}.json"), "w") as f:
             json.dump({"id": target, "synthetic": True, "cdmpp_device_features": dev}, f)
         lines = []
-        for t, sid, ast, s in programs:
+        for n, (t, sid, ast, s) in enumerate(programs):
             task = tasks[t]
             mean = math.exp(-9.0 + 0.8 * s + task["bias"] + 0.3 * k * math.tanh(s))
             cv = float(rng.uniform(0.015, 0.05)) if rng.random() < noisy_fraction else \
@@ -70,7 +70,8 @@ def write_synthetic_data(root: str, n_tasks: int = 12, per_task: int = 30,
                    "networks": task["networks"], "target": target, "sid": sid,
                    "schedule": {"synthetic": sid}, "flops": task["flops"],
                    "latency_s": {"mean": mean, "std": cv * mean, "min": mean * (1 - cv),
-                                 "repeats": 5, "costs": [mean] * 5}}
+                                 "repeats": 5, "costs": [mean] * 5},
+                   "measured_at": f"2026-01-{1 + k:02d}T{n % 24:02d}:00:00Z"}
             if with_ast:
                 rec["ast"] = ast
             lines.append(json.dumps(rec))

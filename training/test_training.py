@@ -544,8 +544,13 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         t2, meta2 = safetensors_io.load_file(os.path.join(out2, "models", "cdmpp-compact-cross-device.safetensors"))
         self.assertTrue(json.loads(meta2["tempo.config"])["device"])
         self.assertIn("device_mlp.0.linear.weight", t2)
-        rows2 = json.load(open(os.path.join(out2, "result.json")))["rows"]
-        self.assertIn("cdmpp-compact-device-fine-tuned", {r["model"] for r in rows2})
+        res2 = json.load(open(os.path.join(out2, "result.json")))
+        self.assertIn("cdmpp-compact-device-fine-tuned", {r["model"] for r in res2["rows"]})
+        # when each part was timed (the synthetic targets are a day apart)
+        self.assertEqual(res2["measured"]["training"][0][:10], "2026-01-01")
+        self.assertEqual(res2["measured"]["test"], ["2026-01-03T00:00:00Z", "2026-01-03T23:00:00Z"])
+        md2 = open(os.path.join(out2, "report", "accuracy.md")).read()
+        self.assertIn("test records 2026-01-03T00:00:00Z … 2026-01-03T23:00:00Z", md2)
 
 
 class WeightsIndex(unittest.TestCase):
