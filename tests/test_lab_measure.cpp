@@ -306,6 +306,25 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
     CHECK(stats.str().find("test.t1: 8 records") != std::string::npos);
     CHECK(stats.str().find("8 earlier timings superseded by re-timing") != std::string::npos);
     CHECK(stats.str().find("speed probe (8 records): multiply p10 ") != std::string::npos);
+
+    // Re-timing a sample reports the agreement and the host's speed now against then.
+    auto remeasure = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = {
+            "remeasure", "--target",          "test.t1", "--data", s.data,
+            "--scratch", s.root + "/scratch", "-n",      "4",      "--core",
+            "0",         "--quiet",           "off"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return parse_data_options(args, s.workloads);
+    };
+    std::ostringstream agreement;
+    CHECK(lab_remeasure(remeasure({}), agreement) == 0);
+    CHECK(agreement.str().find("remeasure test.t1: 4 programs re-timed (0 failed, 0 replay "
+                               "mismatches)") != std::string::npos);
+    CHECK(agreement.str().find("speed probe now/then (4 records that have one)") !=
+          std::string::npos);
+    CHECK_THROWS_WITH_AS(lab_remeasure(remeasure({"--since", "2999-01-01T00:00:00Z"}), agreement),
+                         doctest::Contains("no records measured since 2999-01-01T00:00:00Z"),
+                         Error);
 }
 
 TEST_CASE("the compiled naive loop nest, the reference of large tasks, matches the interpreter") {

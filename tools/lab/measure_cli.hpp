@@ -29,9 +29,9 @@ inline constexpr const char* kDataUsage =
     "      and readers (stats, remeasure, training) use each program's latest timing\n"
     "  stats [--target ID]...                     records per target, network, operator;\n"
     "                                             latency range, noise, failures\n"
-    "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B]\n"
-    "      re-time N random records (only those whose others_busy ≤ B, if given), report\n"
-    "      agreement\n"
+    "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B] [--since UTC-TIME]\n"
+    "      re-time N random records (only those whose others_busy ≤ B and those measured\n"
+    "      since the time, if given), report agreement\n"
     "  featurize --target ID [-o FILE] [--with-latency]\n"
     "      rebuild every record's compact AST (+ device features) as JSON Lines, timed\n"
     "\n"
@@ -50,7 +50,7 @@ inline bool is_data_command(const std::string& c) {
 
 struct DataOptions {
     std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch,
-                         out, retime_before; // retime_before: UTC time, YYYY-MM-DDTHH:MM:SSZ
+                         out, retime_before, since; // UTC times, YYYY-MM-DDTHH:MM:SSZ
     std::vector<std::string> files, targets, first = holdout_networks();
     std::vector<int> compile_cores;
     int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200,
@@ -137,14 +137,15 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             o.quiet = v == "off" ? -1 : std::stod(v);
         } else if (a == "--quiet-wait")
             o.quiet_wait_s = std::stod(value());
-        else if (a == "--retime-before") {
-            o.retime_before = value();
-            const std::string& t = o.retime_before;
+        else if (a == "--retime-before" || a == "--since") {
+            // Compared as text with records' measured_at, so exactly that format.
+            const std::string& t = value();
             const bool shape = t.size() == 20 && t[4] == '-' && t[7] == '-' && t[10] == 'T' &&
                                t[13] == ':' && t[16] == ':' && t[19] == 'Z';
             if (!shape)
-                throw Error("tempo lab measure --retime-before",
+                throw Error("tempo lab " + o.command + " " + a,
                             "'" + t + "' is not a UTC time like 2026-12-02T18:00:00Z");
+            (a == "--since" ? o.since : o.retime_before) = t;
         } else if (a == "--max-busy")
             o.max_busy = std::stod(value());
         else if (a == "--compile-cores")
@@ -762,21 +763,28 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
     std::vector<json::Value> records;
-    std::size_t busier = 0;
+    std::size_t busier = 0, older = 0;
     for_each_latest_record(dir, [&](const json::Value& r) {
         const json::Value* run = r.find("run");
         const json::Value* busy = run ? run->find("others_busy") : nullptr;
+        const json::Value* at = r.find("measured_at");
         if (o.max_busy >= 0 && (!busy || busy->as_double() > o.max_busy))
             ++busier;
+        else if (!o.since.empty() && (!at || at->as_string() < o.since))
+            ++older;
         else
             records.push_back(r);
     });
     if (records.empty())
-        throw Error(dir,
-                    "no records" + std::string(busier ? " with others_busy ≤ --max-busy" : ""));
+        throw Error(dir, "no records" +
+                             std::string(busier ? " with others_busy ≤ --max-busy" : "") +
+                             std::string(older ? " measured since " + o.since : ""));
     if (busier)
         std::fprintf(stderr, "remeasure: %zu records skipped (others_busy > %g)\n", busier,
                      o.max_busy);
+    if (older)
+        std::fprintf(stderr, "remeasure: %zu records skipped (measured before %s)\n", older,
+                     o.since.c_str());
     std::mt19937_64 rng(o.seed);
     std::shuffle(records.begin(), records.end(), rng);
     if (static_cast<int>(records.size()) > o.n) records.resize(static_cast<std::size_t>(o.n));
