@@ -6,8 +6,10 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -325,6 +327,37 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
     CHECK_THROWS_WITH_AS(lab_remeasure(remeasure({"--since", "2999-01-01T00:00:00Z"}), agreement),
                          doctest::Contains("no records measured since 2999-01-01T00:00:00Z"),
                          Error);
+
+    // A second target times the first one's programs from their stored schedules (they count
+    // toward --per-task), then draws fresh ones: the cross-device pairs. Another seed, so the
+    // fresh draws could not have produced the copied programs.
+    std::ostringstream t2_text;
+    t2_text << std::ifstream(s.data + "/targets/test.t1.json").rdbuf();
+    std::string t2 = t2_text.str();
+    t2.replace(t2.find("test.t1"), 7, "test.t2");
+    write_file(s.data + "/targets/test.t2.json", t2);
+    auto on_t2 = [&](int per_task, std::vector<std::string> extra) {
+        DataOptions o = s.options(per_task, "off", extra);
+        o.target = "test.t2";
+        o.seed = 7;
+        return o;
+    };
+    CHECK_THROWS_WITH_AS(lab_measure(on_t2(10, {"--programs-from", "test.t2"}), log),
+                         "tempo lab measure --programs-from: names the measured target itself",
+                         Error);
+    CHECK_THROWS_WITH_AS(lab_measure(on_t2(10, {"--programs-from", "test.t9"}), log),
+                         doctest::Contains("test.t9"), Error);
+    CHECK(lab_measure(on_t2(10, {"--programs-from", "test.t1"}), log) == 10);
+    std::set<std::string> t1_sids, t2_sids;
+    for_each_latest_record(
+        dir, [&](const json::Value& r) { t1_sids.insert(r.find("sid")->as_string()); });
+    for_each_record(s.data + "/test.t2", [&](const json::Value& r) {
+        CHECK(r.find("target")->as_string() == "test.t2");
+        t2_sids.insert(r.find("sid")->as_string());
+    });
+    CHECK(t2_sids.size() == 10);
+    CHECK(std::includes(t2_sids.begin(), t2_sids.end(), t1_sids.begin(), t1_sids.end()));
+    CHECK(lab_measure(on_t2(10, {"--programs-from", "test.t1"}), log) == 0);
 }
 
 TEST_CASE("the compiled naive loop nest, the reference of large tasks, matches the interpreter") {

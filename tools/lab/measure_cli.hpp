@@ -20,13 +20,16 @@ inline constexpr const char* kDataUsage =
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
     "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
-    "          [--retime-before UTC-TIME]\n"
+    "          [--retime-before UTC-TIME] [--programs-from ID]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
     "      --retime-before T: programs whose records were all measured before T (e.g.\n"
     "      2026-12-02T18:00:00Z) are timed again; the new record is appended, the old one kept,\n"
     "      and readers (stats, remeasure, training) use each program's latest timing\n"
+    "      --programs-from ID: first time the stored schedules of target ID's programs that\n"
+    "      this target lacks (they count toward N), so both targets hold the same programs\n"
+    "      (the pairs cross-device training needs); then draw fresh ones up to N\n"
     "  stats [--target ID]...                     records per target, network, operator;\n"
     "                                             latency range, noise, failures\n"
     "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B] [--since UTC-TIME]\n"
@@ -50,7 +53,8 @@ inline bool is_data_command(const std::string& c) {
 
 struct DataOptions {
     std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch,
-                         out, retime_before, since; // UTC times, YYYY-MM-DDTHH:MM:SSZ
+                         out, retime_before, since, // UTC times, YYYY-MM-DDTHH:MM:SSZ
+        programs_from;
     std::vector<std::string> files, targets, first = holdout_networks();
     std::vector<int> compile_cores;
     int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200,
@@ -146,7 +150,9 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
                 throw Error("tempo lab " + o.command + " " + a,
                             "'" + t + "' is not a UTC time like 2026-12-02T18:00:00Z");
             (a == "--since" ? o.since : o.retime_before) = t;
-        } else if (a == "--max-busy")
+        } else if (a == "--programs-from")
+            o.programs_from = value();
+        else if (a == "--max-busy")
             o.max_busy = std::stod(value());
         else if (a == "--compile-cores")
             for (const auto& c : split(value(), ',')) o.compile_cores.push_back(std::stoi(c));
@@ -354,6 +360,25 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
         ++to_retime;
     });
     const std::size_t existing_failures = for_each_record(dir, note_done, true);
+    // --programs-from: the other target's programs this one has neither timed nor failed, timed
+    // from their stored schedules like re-timings.
+    std::size_t to_copy = 0;
+    if (!o.programs_from.empty()) {
+        if (o.programs_from == target.id)
+            throw Error("tempo lab measure --programs-from", "names the measured target itself");
+        load_target(o.data, o.programs_from); // a clear error for an unknown target
+        const std::string from_dir = o.data + "/" + o.programs_from;
+        if (!fs::is_directory(from_dir))
+            throw Error("tempo lab measure --programs-from",
+                        "no records of target " + o.programs_from + " in " + from_dir);
+        for_each_latest_record(from_dir, [&](const json::Value& r) {
+            const std::string& task = r.find("task")->as_string();
+            if (done.count(record_key(task, r.find("sid")->as_string()))) return;
+            retime[task].push_back(r);
+            ++done_per_task[task];
+            ++to_copy;
+        });
+    }
 
     Progress progress;
     progress.tasks_total = plan.size();
@@ -369,6 +394,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     if (!o.retime_before.empty())
         log << " (" << to_retime << " programs last timed before " << o.retime_before
             << " are timed again; their old records stay)";
+    if (!o.programs_from.empty())
+        log << " (" << to_copy << " of them the stored schedules of " << o.programs_from << ")";
     log << "\n";
 
     RecordWriter writer(dir, "s" + std::to_string(o.shard) + "of" + std::to_string(o.shards),
