@@ -45,7 +45,7 @@ class TrainConfig:
     mape_eps: float = 1e-6                 # MAPE denominator |z| + eps (transformed space)
     cmd_weight: float = 0.0                # alpha; 0 disables the regulariser
     cmd_k: int = 5
-    cmd_target_batch: int = 2048           # target-domain programs per step
+    cmd_target_batch: int = 512            # target-domain programs per step
     lr: Optional[float] = None             # None: DEFAULT_LR[model]
     weight_decay: float = 1.3e-3
     batch_size: int = 600

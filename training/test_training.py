@@ -106,10 +106,13 @@ class Metrics(unittest.TestCase):
         self.assertAlmostEqual(M.top_k_score(true[:3], pred[:3], 5), 1.0)
         ev = M.evaluate(true, tasks, pred_s=pred)
         self.assertAlmostEqual(ev["top1"], (1 / 3 + 10 / 20) / 2)
-        self.assertIsNone(ev["top5"])       # no task has more than 5 records
-        many = np.arange(1.0, 8.0)          # 7 records; the 5 predicted fastest miss the best
-        ev6 = M.evaluate(many, np.zeros(7), pred_s=many[::-1].copy())
-        self.assertAlmostEqual(ev6["top5"], 1.0 / 3.0)
+        self.assertIsNone(ev["top5"])       # no task has 10 records
+        self.assertEqual((ev["top1_tasks"], ev["top5_tasks"]), (2, 0))
+        many = np.arange(1.0, 11.0)         # 10 records; the 5 predicted fastest miss the best
+        ev10 = M.evaluate(many, np.zeros(10), pred_s=many[::-1].copy())
+        self.assertAlmostEqual(ev10["top5"], 1.0 / 6.0)
+        self.assertEqual(ev10["top5_tasks"], 1)
+        self.assertIsNone(M.evaluate(many[:9], np.zeros(9), pred_s=many[:9])["top5"])
         tau0 = M.kendall_tau(true[:3], pred[:3])
         self.assertAlmostEqual(ev["kendall_tau"], (tau0 + -1.0) / 2)
         self.assertEqual((ev["records"], ev["tasks"]), (5, 2))
