@@ -155,6 +155,13 @@ def regenerate(results_dir: str) -> str:
     return path
 
 
+def _parity(card: dict) -> str:
+    rel, n = card.get("tempo_parity_max_rel"), card.get("tempo_parity_programs")
+    if rel is None:
+        return "–"
+    return f"{rel:.1e}" + (f" over {n:,} programs" if n else "")
+
+
 def write_weights_index(weights_dir: str) -> str:
     """weights/README.md: one row per shipped model, from its card (written by --ship)."""
     cards = []
@@ -162,14 +169,16 @@ def write_weights_index(weights_dir: str) -> str:
         with open(p) as f:
             cards.append(json.load(f))
     head = ["file", "config", "data", "split (seed)", "train / val / test", "held-out MAPE",
-            "RMSE ln", "Kendall τ", "top-1", "µs/pred (tempo)", "params", "trained"]
+            "RMSE ln", "Kendall τ", "top-1", "µs/pred (tempo)", "tempo vs PyTorch", "params",
+            "trained"]
     lines = ["# Shipped models", "",
              "Written by `python3 -m training.run <split> --ship weights` (training/README.md); "
              "do not edit by hand. Each `<name>.safetensors` is a converted CDMPP model "
              "(converters/README.md) with its self-test and its card embedded (`tempo.card`); "
              "`<name>.card.json` is the same card: data, filters, split, metrics on the held-out "
              "records, training time and settings. Metrics are defined in "
-             "bench/results/accuracy.md.", "",
+             "bench/results/accuracy.md. tempo vs PyTorch: the largest relative difference "
+             "between the engine's and PyTorch's seconds over the test programs checked.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cards:
         d, sp = c.get("data", {}), c.get("split", {})
@@ -183,7 +192,7 @@ def write_weights_index(weights_dir: str) -> str:
                 f"{counts.get('train', '?')} / {counts.get('val', '?')} / {counts.get('test', '?')}",
                 _f(m.get("mape"), pct=True), _f(m.get("rmse_log")), _f(m.get("kendall_tau")),
                 _f(m.get("top1")), _f(c.get("us_per_prediction_tempo"), digits=1),
-                _f(c.get("parameters")), c.get("date", "?")[:10]]) + " |")
+                _parity(c), _f(c.get("parameters")), c.get("date", "?")[:10]]) + " |")
     path = os.path.join(weights_dir, "README.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

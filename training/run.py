@@ -238,12 +238,13 @@ class Runner:
         os.makedirs(models, exist_ok=True)
         path = os.path.join(models, f"{name}.safetensors")
         C.export(res, path, card)
-        tempo = tempo_timing(self.tempo, path, res, ds, test_idx, n=50 if self.args.quick else 1000)
+        tempo = tempo_timing(self.tempo, path, res, ds, test_idx, n=50 if self.args.quick else None)
         if tempo:
             if tempo["us_model"] is not None:
                 card["us_per_prediction_tempo"] = round(tempo["us_model"], 2)
             card["us_per_prediction_tempo_cli"] = round(tempo["us_cli"], 2)
             card["tempo_parity_max_rel"] = tempo["max_rel"]
+            card["tempo_parity_programs"] = tempo["programs"]
             C.export(res, path, card)      # re-export with the timing in the card
         for r in test_rows.values():
             for k in ("us_per_prediction_torch", "us_per_prediction_tempo",
@@ -298,10 +299,11 @@ def measured_span(ds: Dataset, idx) -> Optional[List[str]]:
 
 
 def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds: Dataset, idx,
-                 n: int = 1000) -> Optional[dict]:
+                 n: Optional[int] = None) -> Optional[dict]:
     """µs per program of `tempo predict --batch 1`: in the model alone (its --timing report,
     warm-up excluded) and for the whole command (N programs minus 1 program, so loading is
-    excluded; JSON parsing included); and the largest relative difference to PyTorch."""
+    excluded; JSON parsing included); and the largest relative difference to PyTorch over the
+    first n programs of idx (all of them by default: the whole test split)."""
     if not binary:
         return None
     idx = np.asarray(idx, dtype=np.int64)[:n]
@@ -336,7 +338,8 @@ def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds:
         max_rel = float(np.max(np.abs(got - want) / np.abs(want))) if len(got) == len(want) else None
         timing = re.search(r"timing: ([0-9.eE+-]+) us per program", p.stderr)
         return {"us_model": float(timing.group(1)) if timing else None,
-                "us_cli": max(0.0, tn - t1) / (len(idx) - 1) * 1e6, "max_rel": max_rel}
+                "us_cli": max(0.0, tn - t1) / (len(idx) - 1) * 1e6, "max_rel": max_rel,
+                "programs": int(len(idx))}
 
 
 # --------------------------------------------------------------------------------------

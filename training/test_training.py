@@ -560,6 +560,7 @@ class WeightsIndex(unittest.TestCase):
     def test_one_row_per_card_and_test_set(self):
         card = {"model": "cdmpp-compact-x", "config_name": "compact", "parameters": 98817,
                 "date": "2026-12-02T18:02:03Z", "us_per_prediction_tempo": 20.41,
+                "tempo_parity_max_rel": 3.14e-7, "tempo_parity_programs": 461,
                 "data": {"targets": ["x"], "records": 2280, "noise_stat": "mad",
                          "noise_max_cv": 0.05},
                 "split": {"name": "random", "seed": 0,
@@ -573,7 +574,8 @@ class WeightsIndex(unittest.TestCase):
                 rows = [l for l in f if l.startswith("| `")]
         self.assertEqual(rows, ["| `cdmpp-compact-x.safetensors` | compact | x: 2280 records "
                                 "(noise mad ≤ 0.05) | random (0) | 1638 / 181 / 461 | 59.4% | "
-                                "0.888 | 0.333 | 0.842 | 20.4 | 98,817 | 2026-12-02 |\n"])
+                                "0.888 | 0.333 | 0.842 | 20.4 | 3.1e-07 over 461 programs | "
+                                "98,817 | 2026-12-02 |\n"])
 
 
 if __name__ == "__main__":
