@@ -60,8 +60,9 @@ def main(argv=None) -> int:
         records = [rec for f in files for _, rec in D.iter_jsonl(f)]
         if len(asts) != len(records):
             raise D.DataError(f"{target}: {len(records)} records but {len(asts)} compact ASTs")
-        for rec, ast in zip(records, asts):
-            if f"{rec['task']}#{rec['sid']}@{target}" in test:
+        latest = D.latest_timings(files)  # a re-timed program's earlier records are stale
+        for k, (rec, ast) in enumerate(zip(records, asts)):
+            if k in latest and f"{rec['task']}#{rec['sid']}@{target}" in test:
                 if not args.device:
                     ast = {k: v for k, v in ast.items() if k != "device"}
                 rec = dict(rec, ast=ast, id=f"{rec['task']}#{rec['sid']}@{target}")
