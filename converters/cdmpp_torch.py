@@ -12,7 +12,9 @@ the output transform (Box-Cox / log / none); `CdmppModel.predict_seconds` invert
                             (key-padding mask = ~mask for mean/sum pooling)
     pooling                 flatten: (B, L*d), L fixed; mean/sum: masked over real leaves
     embed                   [Linear+BN] then [Linear+BN+ReLU]...          -> E
-    device_mlp, shared_bn   optional: BN0(embed) + BN0(device_mlp(device)), BN0 affine-free
+    device_mlp, shared_bn   optional: BN0(embed) + BN0(device_mlp(std(device))), BN0
+                            affine-free, its statistics taken over both inputs together;
+                            std = fixed per-feature standardisation from the training targets
     decoder, head           [Linear+BN+ReLU]... then Linear(-> 1)
 
 converters/README.md states the same math tensor by tensor, after BatchNorm folding.
@@ -30,6 +32,7 @@ import torch
 from torch import nn
 
 DEVICE_FEATURES = 8
+DEVICE_STD_FLOOR = 0.01     # CDMPP's device features are scaled to about [0, 2]
 ACTIVATIONS = ("relu", "gelu")
 POOLINGS = ("flatten", "mean", "sum")
 TRANSFORMS = ("boxcox", "log", "none")
@@ -260,6 +263,11 @@ class CdmppModel(nn.Module):
             self.device_mlp = _mlp(DEVICE_FEATURES, c.device_dims, first_relu=True,
                                    bn_eps=c.bn_eps)
             self.shared_bn = nn.BatchNorm1d(c.embed_out, eps=c.bn_eps, affine=False)
+            # The targets of one machine differ in a few device features by ~1e-3; raw, the
+            # first BN would divide those differences by ~sqrt(eps). Identity until
+            # standardise_device() sets it from the training targets.
+            self.register_buffer("device_shift", torch.zeros(DEVICE_FEATURES))
+            self.register_buffer("device_scale", torch.ones(DEVICE_FEATURES))
         else:
             self.device_mlp = None
             self.shared_bn = None
@@ -299,13 +307,35 @@ class CdmppModel(nn.Module):
         if self.device_mlp is not None:
             if device is None:
                 raise ValueError("this model has a device branch: device features required")
-            g = device
+            g = (device - self.device_shift) * self.device_scale
             for block in self.device_mlp:
                 g = block(g)
-            e = self.shared_bn(e) + self.shared_bn(g)
+            # One batch statistic over both inputs: normalising each in turn would leave
+            # running statistics that blend the two and fit neither in eval mode.
+            n = self.shared_bn(torch.cat([e, g]))
+            e = n[:B] + n[B:]
         for block in self.decoder:
             e = block(e)
         return self.head(e).squeeze(-1)
+
+    def standardise_device(self, features) -> None:
+        """Sets the device-feature standardisation from the training targets' features
+        (N, 8): mean and 1 / max(std, DEVICE_STD_FLOOR) over the distinct rows, so each
+        target counts once. A feature constant over them gets scale 0: the model cannot have
+        learned what it does. The floor keeps probe noise small: targets of one machine
+        differ by ~0.001 in measured bandwidth, and as a whole standard deviation that
+        noise would make a new target's value look far outside the training range."""
+        if self.device_mlp is None:
+            raise ValueError("this model has no device branch")
+        rows = np.unique(np.asarray(features, dtype=np.float64).reshape(-1, DEVICE_FEATURES),
+                         axis=0)
+        if not len(rows) or not np.isfinite(rows).all():
+            raise ValueError("device features: need at least one row of finite numbers")
+        mean, std = rows.mean(axis=0), rows.std(axis=0)
+        scale = np.where(std > 1e-12, 1.0 / np.maximum(std, DEVICE_STD_FLOOR), 0.0)
+        with torch.no_grad():
+            self.device_shift.copy_(torch.from_numpy(mean))
+            self.device_scale.copy_(torch.from_numpy(scale))
 
     def predict_seconds(self, x, mask=None, device=None):
         return self.output_transform.inverse(self.forward(x, mask, device))

@@ -6,7 +6,8 @@ Checkpoint: {"config": CdmppConfig dict, "state_dict": CdmppModel state_dict,
              "norm": {"min": [F], "max": [F]}, "output_transform": {"kind": ..., ...},
              optional "card": {...}}
 
-BatchNorm (eval mode, running statistics) is folded into the Linear before it; the shared
+BatchNorm (eval mode, running statistics) is folded into the Linear before it, and the
+device-feature standardisation into the device branch's first Linear; the shared
 affine-free BatchNorm of the device branch follows a ReLU in both branches, so it is kept as an
 explicit `shared_bn.scale` / `shared_bn.shift` pair. converters/README.md is the file format.
 """
@@ -31,6 +32,9 @@ SELFTEST_RTOL = 2e-3
 SELFTEST_ATOL = 2e-3
 
 
+OPTIONAL_TENSORS = ("device_shift", "device_scale")
+
+
 class ConversionError(ValueError):
     pass
 
@@ -44,7 +48,8 @@ def check_state_dict(model: torch.nn.Module, state_dict: dict) -> None:
     problems = []
     for name, t in want.items():
         if name not in state_dict:
-            if not name.endswith("num_batches_tracked"):
+            # device_shift/scale came later: a checkpoint without them has the identity
+            if name not in OPTIONAL_TENSORS and not name.endswith("num_batches_tracked"):
                 problems.append(f"missing tensor '{name}' (shape {list(t.shape)})")
         elif tuple(torch.as_tensor(state_dict[name]).shape) != tuple(t.shape):
             problems.append(f"tensor '{name}' has shape "
@@ -142,6 +147,11 @@ def export_tensors(model: ct.CdmppModel) -> dict:
             continue
         for i, block in enumerate(blocks):
             w, b = fold_linear_bn(block.linear, block.bn)
+            if prefix == "device_mlp" and i == 0:
+                # W((x - shift) * scale) + b == (W diag(scale)) x + (b - W (shift * scale))
+                shift = model.device_shift.detach().double()
+                scale = model.device_scale.detach().double()
+                w, b = w * scale[None, :], b - w @ (shift * scale)
             put(f"{prefix}.{i}.linear.weight", w)
             put(f"{prefix}.{i}.linear.bias", b)
     if model.shared_bn is not None:

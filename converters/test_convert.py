@@ -48,9 +48,14 @@ def random_bn(model, seed=0):
 
 
 def make_model(config, transform=None, seed=0):
+    """Random weights and BatchNorm statistics; with a device branch, a standardisation
+    fitted to three random targets (feature 0, the id slot, is constant: scale 0)."""
     torch.manual_seed(seed)
-    return random_bn(ct.CdmppModel(config, transform or ct.OutputTransform("boxcox", -0.1, -9, 2)),
-                     seed)
+    model = ct.CdmppModel(config, transform or ct.OutputTransform("boxcox", -0.1, -9, 2))
+    if config.device:
+        rng = np.random.default_rng(seed)
+        model.standardise_device([rp.random_device(rng) for _ in range(3)])
+    return random_bn(model, seed)
 
 
 def programs(config, n, seed=0):
@@ -146,6 +151,38 @@ class Model(unittest.TestCase):
                 alone = model(x[i:i + 1, :n], mask[i:i + 1, :n], dev[i:i + 1])
                 self.assertAlmostEqual(float(alone), float(together[i]), places=12)
 
+    def test_device_standardisation(self):
+        model = ct.CdmppModel(small_config())
+        a = [1.0, 1.2, 0.5, 0.7, 0.3, 0.6, 0.2930, 0.03]
+        b = [1.0, 1.2, 0.5, 0.7, 0.3, 0.6, 0.2920, 0.09]
+        model.standardise_device([a] * 9 + [b])          # each target counts once
+        torch.testing.assert_close(model.device_scale[:6], torch.zeros(6))
+        g = (torch.tensor([a, b]) - model.device_shift) * model.device_scale
+        # feature 6's spread (std 0.0005) is under the floor 0.01; feature 7's (0.03) is not
+        torch.testing.assert_close(g[:, 6:], torch.tensor([[0.05, -1.0], [-0.05, 1.0]]),
+                                   rtol=0, atol=1e-5)
+        with self.assertRaisesRegex(ValueError, "finite"):
+            model.standardise_device([[float("nan")] * 8])
+        with self.assertRaisesRegex(ValueError, "no device branch"):
+            ct.CdmppModel(small_config(device=False)).standardise_device([a])
+
+    def test_shared_bn_statistics_cover_both_inputs(self):
+        cfg = small_config()
+        model = make_model(cfg).double().train()
+        bn = model.shared_bn
+        bn.reset_running_stats()
+        bn.momentum = 1.0                         # running = the last batch statistic
+        seen = {}
+        model.embed[-1].register_forward_hook(lambda m, i, o: seen.__setitem__("e", o))
+        model.device_mlp[-1].register_forward_hook(lambda m, i, o: seen.__setitem__("g", o))
+        prof, asts = programs(cfg, 8)
+        x, mask, dev = ct.preprocess(asts, prof.norm_min, prof.norm_max, cfg)
+        with torch.no_grad():
+            model(x, mask, dev)
+        both = torch.cat([seen["e"], seen["g"]])
+        torch.testing.assert_close(bn.running_mean, both.mean(0))
+        torch.testing.assert_close(bn.running_var, both.var(0))
+
     def test_flatten_needs_exact_leaf_count(self):
         cfg = small_config(pooling="flatten", max_leaves=3)
         model = make_model(cfg)
@@ -207,6 +244,16 @@ class Refusal(unittest.TestCase):
         del self.ckpt["state_dict"]["decoder.1.bn.running_var"]
         with self.assertRaisesRegex(cv.ConversionError, "missing tensor 'decoder.1.bn.running_var'"):
             cv.convert(self.ckpt)
+
+    def test_checkpoint_without_device_standardisation_is_the_identity(self):
+        model = make_model(self.cfg)
+        for name in cv.OPTIONAL_TENSORS:
+            del self.ckpt["state_dict"][name]
+            getattr(model, name).copy_(torch.zeros(8) if name == "device_shift" else torch.ones(8))
+        ref = cv.export_tensors(model)
+        tensors, _ = cv.convert(self.ckpt)
+        for name, t in ref.items():
+            np.testing.assert_array_equal(tensors[name], t, err_msg=name)
 
     def test_unexpected_tensor(self):
         self.ckpt["state_dict"]["encoder.layers.2.norm1.weight"] = torch.ones(32)

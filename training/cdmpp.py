@@ -246,6 +246,8 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
         norm = ds.norm_stats(train_idx)
         transform = fit_output_transform(ds.latency[train_idx], cfg.transform)
         model = ct.CdmppModel(mcfg, transform)
+        if mcfg.device:
+            model.standardise_device(ds.device[train_idx])
     c = model.config
     L = c.max_leaves if c.pooling == "flatten" else None
     z_all = np.zeros(len(ds))

@@ -457,7 +457,7 @@ def exp_cross_device(cfg: dict, args) -> dict:
         tests = {label: v["test"]}
         # zero-shot on exactly this variant's test records, for a like-for-like comparison
         rn.cdmpp_rows(res, model_name(cfg, "device", "zero-shot"), ds, tests)
-        ft_train = np.concatenate([split.train, v["finetune"]])
+        ft_train = finetune_set(split.train, v["finetune"], dc.get("finetune_target_share", 0.0))
         ft = C.train(ds, ft_train, v["finetune"], ft_cfg, out_dir=None, target_idx=v["test"],
                      device=True, init=res, desc=f"finetune {key}")
         ft.train_time_s += res.train_time_s
@@ -466,9 +466,20 @@ def exp_cross_device(cfg: dict, args) -> dict:
                              "finetune_records": int(len(v["finetune"])),
                              "selection_cmd": v["cmd_to_pool"]})
         if dc.get("baselines_per_variant", True):
-            rn.baselines(ds, ft_train, split.val, tests, tag="+target")
+            rn.baselines(ds, np.concatenate([split.train, v["finetune"]]), split.val, tests,
+                         tag="+target")
     return rn.finish(ds, targets, [sf], synthetic,
                      parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
+
+
+def finetune_set(train: np.ndarray, selected: np.ndarray, share: float) -> np.ndarray:
+    """The fine-tuning records: the source training records plus the selected target
+    records, repeated so that they make up about `share` of each epoch (0: once each). A few
+    dozen records among thousands would otherwise hardly move the model."""
+    reps = 1
+    if 0 < share < 1 and len(selected):
+        reps = max(1, round(share * len(train) / ((1 - share) * len(selected))))
+    return np.concatenate([train] + [selected] * reps)
 
 
 def openblas_dir() -> Optional[str]:

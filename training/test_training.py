@@ -26,6 +26,7 @@ from training import cdmpp as C
 from training import kmeans_sampling as ks
 from training import metrics as M
 from training import report as R
+from training import run
 from training import splits as S
 from training import data as D
 from training.synthetic import SYNTHETIC_TARGETS, write_synthetic_data
@@ -501,7 +502,6 @@ class Training(_SyntheticData, unittest.TestCase):
 # --------------------------------------------------------------------------------------
 class EndToEnd(_SyntheticData, unittest.TestCase):
     def test_quick_runs(self):
-        from training import run
         out = os.path.join(self.tmp.name, "out")
         args = ["--quick", "--no-progress", "--data", self.data, "--out", out]
         quiet(run.main, ["random", "--targets", SYNTHETIC_TARGETS[0]] + args)
@@ -547,6 +547,11 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         t2, meta2 = safetensors_io.load_file(os.path.join(out2, "models", "cdmpp-compact-cross-device.safetensors"))
         self.assertTrue(json.loads(meta2["tempo.config"])["device"])
         self.assertIn("device_mlp.0.linear.weight", t2)
+        # the device features are standardised over the two training targets: only the ones
+        # that differ between them (synthetic._device) keep a non-zero scale
+        ckpt2 = torch.load(os.path.join(out2, "models", "cdmpp-compact-cross-device.pt"))
+        self.assertEqual(torch.nonzero(ckpt2["state_dict"]["device_scale"]).flatten().tolist(),
+                         [1, 5, 7])
         res2 = json.load(open(os.path.join(out2, "result.json")))
         self.assertIn("cdmpp-compact-device-fine-tuned", {r["model"] for r in res2["rows"]})
         # when each part was timed (the synthetic targets are a day apart)
@@ -554,6 +559,16 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertEqual(res2["measured"]["test"], ["2026-01-03T00:00:00Z", "2026-01-03T23:00:00Z"])
         md2 = open(os.path.join(out2, "report", "accuracy.md")).read()
         self.assertIn("test records 2026-01-03T00:00:00Z … 2026-01-03T23:00:00Z", md2)
+
+
+class FinetuneSet(unittest.TestCase):
+    def test_selected_records_make_up_the_share(self):
+        train, sel = np.arange(900), np.arange(1000, 1010)
+        out = run.finetune_set(train, sel, 0.25)      # 30 copies: 300 of 1,200
+        self.assertEqual(int(np.isin(out, sel).sum()), 300)
+        np.testing.assert_array_equal(out[:900], train)
+        self.assertEqual(len(run.finetune_set(train, sel, 0.0)), 910)
+        self.assertEqual(len(run.finetune_set(train, np.arange(2000, 2600), 0.25)), 1500)
 
 
 class WeightsIndex(unittest.TestCase):
