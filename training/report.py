@@ -165,6 +165,15 @@ def _parity(card: dict) -> str:
     return f"{rel:.1e}" + (f" over {n:,} programs" if n else "")
 
 
+def _data_cell(d: dict) -> str:
+    """The weights index's data column: training targets, held-out targets when a split has
+    them (the record count covers both), the noise filter."""
+    tt = d.get("test_targets") or []
+    return (f"{', '.join(d.get('targets', []))}" + (f"; test: {', '.join(tt)}" if tt else "")
+            + f": {d.get('records', '?')} records "
+            f"(noise {d.get('noise_stat', 'std')} ≤ {d.get('noise_max_cv', '?')})")
+
+
 def write_weights_index(weights_dir: str) -> str:
     """weights/README.md: one row per shipped model, from its card (written by --ship)."""
     cards = []
@@ -189,8 +198,7 @@ def write_weights_index(weights_dir: str) -> str:
         for test_set, m in sorted(c.get("metrics", {}).items()):
             lines.append("| " + " | ".join([
                 f"`{c['model']}.safetensors`", c.get("config_name", "?"),
-                f"{', '.join(d.get('targets', []))}: {d.get('records', '?')} records "
-                f"(noise {d.get('noise_stat', 'std')} ≤ {d.get('noise_max_cv', '?')})",
+                _data_cell(d),
                 f"{sp.get('name', '?')} ({sp.get('seed', '?')})",
                 f"{counts.get('train', '?')} / {counts.get('val', '?')} / {counts.get('test', '?')}",
                 _f(m.get("mape"), pct=True), _f(m.get("rmse_log")), _f(m.get("kendall_tau")),

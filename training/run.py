@@ -211,9 +211,13 @@ class Runner:
         """Converts through converters/convert.py into OUT/models/<name>.safetensors, measures
         µs/prediction (torch; tempo when the binary exists), copies to --ship DIR."""
         tc = train_config(self.cfg)
+        train_targets = sorted({ds.target_names[t] for t in ds.target[split.train]})
         card = {
             "model": name, "family": "cdmpp", "config_name": tc.model,
-            "data": {"targets": sorted({ds.target_names[t] for t in ds.target[split.train]}),
+            # records counts every target loaded, the held-out ones of a cross-device split too
+            "data": {"targets": train_targets,
+                     "test_targets": sorted({ds.target_names[t] for t in ds.target[test_idx]}
+                                            - set(train_targets)),
                      "records": int(len(ds)), "fingerprint": ds.fingerprint(),
                      "noise_max_cv": self.cfg["noise_max_cv"],
                      "noise_stat": self.cfg.get("noise_stat", "std"), "synthetic": bool(synthetic),
@@ -466,7 +470,7 @@ def exp_cross_device(cfg: dict, args) -> dict:
                              "finetune_records": int(len(v["finetune"])),
                              "selection_cmd": v["cmd_to_pool"]})
         if dc.get("baselines_per_variant", True):
-            rn.baselines(ds, np.concatenate([split.train, v["finetune"]]), split.val, tests,
+            rn.baselines(ds, finetune_set(split.train, v["finetune"], 0.0), split.val, tests,
                          tag="+target")
     return rn.finish(ds, targets, [sf], synthetic,
                      parts={"training": np.concatenate([split.train, split.val]), "test": split.test})

@@ -592,6 +592,13 @@ class WeightsIndex(unittest.TestCase):
                                 "0.888 | 0.333 | 0.842 | 20.4 | 3.1e-07 over 461 programs | "
                                 "98,817 | 2026-12-02 |\n"])
 
+    def test_data_cell_names_held_out_targets(self):
+        d = {"targets": ["a", "b"], "test_targets": ["c"], "records": 10, "noise_stat": "mad",
+             "noise_max_cv": 0.05}
+        self.assertEqual(R._data_cell(d), "a, b; test: c: 10 records (noise mad ≤ 0.05)")
+        self.assertEqual(R._data_cell(dict(d, test_targets=[])),
+                         "a, b: 10 records (noise mad ≤ 0.05)")
+
 
 if __name__ == "__main__":
     unittest.main()
