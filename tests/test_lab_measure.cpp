@@ -31,18 +31,27 @@ void write_file(const std::string& path, const std::string& text) {
     std::ofstream(path) << text;
 }
 
-// A data dir with one hand-written target and a workloads dir with one tiny task.
+// A hand-written target probed on the given CPU (vendor, family, model).
+std::string target_text(const std::string& id, const std::string& vendor, const std::string& family,
+                        const std::string& model) {
+    return R"({"id":")" + id + R"(","isa":{"march":"x86-64-v2"},"threads":1,)" +
+           R"("cpu":{"vendor":")" + vendor + R"(","family":")" + family + R"(","model":")" + model +
+           R"("},)" +
+           R"("compiler":{"cc":"gcc","flags":"-std=c11 -O1 -march=x86-64-v2 -fopenmp -fPIC -shared"},)"
+           R"("cdmpp_device_features":[1,1,1,1,1,1,1,1]})";
+}
+
+// A data dir with one hand-written target of this machine's CPU and a workloads dir with one
+// tiny task.
 struct TinySetup {
     std::string root, data, workloads;
     explicit TinySetup(const std::string& name) {
         root = fresh_dir(name);
         data = root + "/data";
         workloads = root + "/workloads";
-        write_file(
-            data + "/targets/test.t1.json",
-            R"({"id":"test.t1","isa":{"march":"x86-64-v2"},"threads":1,)"
-            R"("compiler":{"cc":"gcc","flags":"-std=c11 -O1 -march=x86-64-v2 -fopenmp -fPIC -shared"},)"
-            R"("cdmpp_device_features":[1,1,1,1,1,1,1,1]})");
+        const CpuProbe here = probe_cpu();
+        write_file(data + "/targets/test.t1.json",
+                   target_text("test.t1", here.vendor, here.family, here.model));
         write_file(workloads + "/tiny_b1_1.json",
                    R"({"network":"tiny","batch":1,"input_shape":[1,16],"source":"test",)"
                    R"("tasks":[{"name":"fc","op":"dense","params":{"M":4,"N":8,"K":16},)"
@@ -179,6 +188,34 @@ TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {
     CHECK(sids.size() == a.size());
 }
 
+TEST_CASE("a target is measured only on the CPU it was probed on") {
+    TinySetup s("cpu");
+    const CpuProbe here = probe_cpu();
+    const std::string other_family = here.family == "26" ? "25" : "26";
+    write_file(s.data + "/targets/test.t1.json",
+               target_text("test.t1", here.vendor, other_family, here.model));
+    const std::string expected =
+        s.data + "/targets/test.t1.json: target test.t1 was probed on " + here.vendor + " family " +
+        other_family + " model " + here.model + ", this machine is " + here.vendor + " family " +
+        here.family + " model " + here.model + " (" + here.microarch +
+        "): its timings belong to another device. Probe it with `tempo lab target --isa v2 "
+        "--threads 1` and measure that target";
+    std::ostringstream log;
+    CHECK_THROWS_WITH_AS(lab_measure(s.options(2), log), expected.c_str(), Error);
+    DataOptions re = s.options(2);
+    re.command = "remeasure";
+    CHECK_THROWS_WITH_AS(lab_remeasure(re, log), expected.c_str(), Error);
+    CHECK_FALSE(fs::exists(s.data + "/test.t1"));
+
+    write_file(
+        s.data + "/targets/test.t1.json",
+        R"({"id":"test.t1","isa":{"march":"x86-64-v2"},"threads":1,)"
+        R"("compiler":{"cc":"gcc","flags":"-O1"},"cdmpp_device_features":[1,1,1,1,1,1,1,1]})");
+    CHECK_THROWS_WITH_AS(
+        lab_measure(s.options(2), log),
+        (s.data + "/targets/test.t1.json.cpu: missing: probe the target again").c_str(), Error);
+}
+
 TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves complete records; rerun "
           "resumes") {
     runner_executable() = ""; // the runner is this process, forked
@@ -247,6 +284,9 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
         CHECK(lat.find("mean")->as_double() > 0);
         CHECK(lat.find("min")->as_double() <= lat.find("mean")->as_double());
         CHECK(r.find("check")->find("passed")->as_bool());
+        const CpuProbe here = probe_cpu();
+        CHECK(r.find("run")->find("cpu")->as_string() ==
+              here.vendor + " family " + here.family + " model " + here.model);
         // The core's speed when it was timed: plausible rates, not placeholders.
         const json::Value& probe = *r.find("run")->find("probe");
         CHECK(probe.find("mul_gflops")->as_double() > 0.1);

@@ -1144,9 +1144,10 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
 // Target description (data/targets/<id>.json) as measure needs it
 
 struct TargetInfo {
-    std::string id, march, cc, flags;
+    std::string id, path, march, cc, flags;
     int threads = 1;
     std::vector<double> device;
+    std::string cpu_vendor, cpu_family, cpu_model; // the CPU the target was probed on
 };
 
 inline TargetInfo load_target(const std::string& data_dir, const std::string& id) {
@@ -1155,6 +1156,7 @@ inline TargetInfo load_target(const std::string& data_dir, const std::string& id
     if (text.empty()) throw Error(path, "no such target: run `tempo lab target` first");
     const json::Value v = json::parse(text, path);
     TargetInfo t;
+    t.path = path;
     t.id = v.find("id")->as_string(path + ".id");
     t.march = v.find("isa")->find("march")->as_string(path + ".isa.march");
     t.threads = static_cast<int>(v.find("threads")->as_int64(path + ".threads"));
@@ -1162,7 +1164,40 @@ inline TargetInfo load_target(const std::string& data_dir, const std::string& id
     t.flags = v.find("compiler")->find("flags")->as_string();
     for (const auto& d : v.find("cdmpp_device_features")->as_array())
         t.device.push_back(d.as_double());
+    const json::Value* cpu = v.find("cpu");
+    if (!cpu || !cpu->is_object()) throw Error(path + ".cpu", "missing: probe the target again");
+    auto field = [&](const char* name) {
+        const json::Value* f = cpu->find(name);
+        if (!f || !f->is_string()) throw Error(path + ".cpu." + name, "missing or not a string");
+        return f->as_string();
+    };
+    t.cpu_vendor = field("vendor");
+    t.cpu_family = field("family");
+    t.cpu_model = field("model");
     return t;
+}
+
+inline std::string cpu_identity(const std::string& vendor, const std::string& family,
+                                const std::string& model) {
+    return vendor + " family " + family + " model " + model;
+}
+
+// Timing a target on a CPU other than the one it was probed on would file another device's
+// latencies under this target's id and device features: refuse, and name the target to use.
+inline void require_target_cpu(const TargetInfo& t, const CpuProbe& here) {
+    if (here.vendor == t.cpu_vendor && here.family == t.cpu_family && here.model == t.cpu_model)
+        return;
+    const std::string isa = t.march == "x86-64-v4"   ? "v4"
+                            : t.march == "x86-64-v3" ? "v3"
+                            : t.march == "x86-64-v2" ? "v2"
+                                                     : "v1";
+    throw Error(t.path,
+                "target " + t.id + " was probed on " +
+                    cpu_identity(t.cpu_vendor, t.cpu_family, t.cpu_model) + ", this machine is " +
+                    cpu_identity(here.vendor, here.family, here.model) + " (" + here.microarch +
+                    "): its timings belong to another device. Probe it "
+                    "with `tempo lab target --isa " +
+                    isa + " --threads " + std::to_string(t.threads) + "` and measure that target");
 }
 
 // ------------------------------------------------------------------------------------------

@@ -206,10 +206,13 @@ inline int lab_target(const DataOptions& o) {
     const json::Value v = target_json(p, isa, o.threads, cores, m, id);
     std::filesystem::create_directories(o.data + "/targets");
     const std::string path = o.data + "/targets/" + id + ".json";
-    {
-        std::ofstream out(path);
-        out << json::dump(v) << "\n";
-        if (!out) throw Error(path, "cannot write");
+    { // whole or not at all: a reader never sees a half-written target
+        const std::string text = json::dump(v) + "\n";
+        std::ofstream out(path + ".tmp");
+        out << text;
+        out.close();
+        if (!out) throw Error(path + ".tmp", "cannot write");
+        std::filesystem::rename(path + ".tmp", path);
     }
     std::fprintf(stderr, "  peak FP32 %.1f GFLOP/s, memory bandwidth %.2f GB/s -> %s\n",
                  m.peak_flops / 1e9, m.bandwidth / 1e9, path.c_str());
@@ -307,6 +310,8 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     namespace fs = std::filesystem;
     if (o.target.empty()) throw Error("tempo lab measure", "--target is required");
     const TargetInfo target = load_target(o.data, o.target);
+    const CpuProbe here = probe_cpu();
+    require_target_cpu(target, here);
     const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     const std::vector<int> cores = target_cores(target.threads, o.core, cpus);
     const std::vector<int> spare = spare_cores(cores, cpus);
@@ -590,6 +595,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                             json::Value::Object{
                                 {"threads", target.threads},
                                 {"cores", core_list},
+                                {"cpu", cpu_identity(here.vendor, here.family, here.model)},
                                 {"first_call_s", r.call_s},
                                 {"others_busy", r.others_busy},
                                 {"quiet", quiet_json(o, r)},
@@ -784,6 +790,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     namespace fs = std::filesystem;
     if (o.target.empty()) throw Error("tempo lab remeasure", "--target is required");
     const TargetInfo target = load_target(o.data, o.target);
+    require_target_cpu(target, probe_cpu());
     const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     const std::vector<int> cores = target_cores(target.threads, o.core, cpus);
     const std::vector<int> spare = spare_cores(cores, cpus);

@@ -8,6 +8,7 @@
 #include "tempo/core/error.hpp"
 #include "tempo/io/json.hpp"
 
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <sched.h>
 #include <sys/utsname.h>
@@ -88,6 +89,7 @@ struct CpuProbe {
     double mem_gb = 0;
     std::vector<CacheLevel> caches;
     std::string kernel, hypervisor;
+    std::string caches_source; // sysfs, or the CPUID leaves they came from
 
     double cache_kb(int level, const std::string& type_prefix) const {
         for (const auto& c : caches)
@@ -122,6 +124,49 @@ inline std::string microarch_name(const CpuProbe& p) {
     }
     while (!s.empty() && s.back() == '-') s.pop_back();
     return s.empty() ? base : s;
+}
+
+// The cache hierarchy from CPUID, for virtual machines that expose no /sys/.../cache: the
+// deterministic cache parameters (Intel leaf 4, AMD leaf 0x8000001D: same layout), else AMD's
+// legacy leaves 0x80000005/6 (sizes only). Sets `source` to the leaves used. shared_cpus is the
+// host's count of logical CPUs sharing a cache (1 where the leaves do not say).
+inline std::vector<CacheLevel> caches_from_cpuid(const std::string& vendor, std::string& source) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const unsigned max_ext = __get_cpuid(0x80000000u, &a, &b, &c, &d) ? a : 0;
+    const bool amd = vendor == "AuthenticAMD";
+    const unsigned leaf = amd ? 0x8000001Du : 4u;
+    std::vector<CacheLevel> out;
+    for (unsigned i = 0; i < 16 && (!amd || max_ext >= leaf); ++i) {
+        if (!__get_cpuid_count(leaf, i, &a, &b, &c, &d)) break;
+        const unsigned type = a & 0x1f;
+        if (type == 0) break; // no more caches
+        CacheLevel lv;
+        lv.level = static_cast<int>((a >> 5) & 0x7);
+        lv.type = type == 1 ? "Data" : type == 2 ? "Instruction" : "Unified";
+        const double ways = ((b >> 22) & 0x3ff) + 1, partitions = ((b >> 12) & 0x3ff) + 1,
+                     line = (b & 0xfff) + 1, sets = static_cast<double>(c) + 1;
+        lv.kb = ways * partitions * line * sets / 1024.0;
+        lv.shared_cpus = static_cast<int>((a >> 14) & 0xfff) + 1;
+        out.push_back(lv);
+    }
+    if (!out.empty()) {
+        source = amd ? "cpuid 0x8000001D" : "cpuid 4";
+        return out;
+    }
+    if (!amd || max_ext < 0x80000006u) return out;
+    auto add = [&](int level, const char* type, double kb) {
+        if (kb > 0) out.push_back(CacheLevel{level, type, kb, 1});
+    };
+    if (__get_cpuid(0x80000005u, &a, &b, &c, &d)) {
+        add(1, "Data", c >> 24);        // ECX[31:24]: L1 data KB
+        add(1, "Instruction", d >> 24); // EDX[31:24]: L1 instruction KB
+    }
+    if (__get_cpuid(0x80000006u, &a, &b, &c, &d)) {
+        add(2, "Unified", c >> 16);           // ECX[31:16]: L2 KB
+        add(3, "Unified", (d >> 18) * 512.0); // EDX[31:18]: L3 in 512 KB units
+    }
+    source = "cpuid 0x80000005/0x80000006";
+    return out;
 }
 
 inline CpuProbe probe_cpu() {
@@ -189,6 +234,10 @@ inline CpuProbe probe_cpu() {
         if (c.shared_cpus < 1) c.shared_cpus = 1;
         p.caches.push_back(c);
     }
+    if (!p.caches.empty())
+        p.caches_source = "sysfs";
+    else
+        p.caches = caches_from_cpuid(p.vendor, p.caches_source);
     struct utsname u;
     if (uname(&u) == 0) p.kernel = std::string(u.sysname) + " " + u.release;
     const std::string lscpu = command_output("lscpu 2>/dev/null");
@@ -325,9 +374,11 @@ inline TargetMeasurement measure_target(const IsaLevel& isa, int threads,
         m.peak_flops =
             std::max(m.peak_flops, static_cast<double>(iters) * per_iter() * threads / s);
     }
-    // Streaming read over 16× the last-level cache (at least 256 MiB).
-    const long n =
-        static_cast<long>(std::max(256.0 * 1024 * 1024, 16.0 * llc_kb * 1024) / 4) / 4096 * 4096;
+    // Streaming read over 16× the last-level cache, at least 256 MiB and at most 2 GiB (a
+    // virtual machine may report the whole socket's L3).
+    const double bytes =
+        std::clamp(16.0 * llc_kb * 1024, 256.0 * 1024 * 1024, 2048.0 * 1024 * 1024);
+    const long n = static_cast<long>(bytes / 4) / 4096 * 4096;
     float* x = static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>(n) * 4));
     if (!x) throw Error("tempo lab target", "cannot allocate the bandwidth buffer");
     for (long i = 0; i < n; ++i) x[i] = 1.0f;
@@ -379,6 +430,15 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
     double l3_kb = p.cache_kb(3, "Unified");
     if (l3_kb <= 0) l3_kb = p.cache_kb(2, "Unified") * threads;
     const double mhz = p.max_mhz > 0 ? p.max_mhz : p.mhz;
+    const std::pair<const char*, double> inputs[] = {
+        {"clock (MHz)", mhz},         {"memory (GB)", p.mem_gb}, {"L3 (KB)", l3_kb},
+        {"L2 (MB)", l2_mb},           {"L1 (KB)", l1_kb},        {"bandwidth", m.bandwidth},
+        {"peak FLOP/s", m.peak_flops}};
+    for (const auto& [name, value] : inputs)
+        if (!(value > 0) || !std::isfinite(value))
+            throw Error("CPU probe", std::string("could not determine the ") + name +
+                                         " (neither /proc, /sys nor CPUID gave it): the CDMPP "
+                                         "device features need it");
     for (double f : cdmpp_device_features(mhz, p.mem_gb, l3_kb, l2_mb, l1_kb, m.bandwidth / 1e9,
                                           m.peak_flops / 1e12))
         device.emplace_back(f);
@@ -399,6 +459,7 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
                                     {"hypervisor", p.hypervisor},
                                     {"kernel", p.kernel}}},
         {"caches", caches},
+        {"caches_source", p.caches_source},
         {"memory_gb", p.mem_gb},
         {"isa", json::Value::Object{{"level", isa.level},
                                     {"march", isa.march},
