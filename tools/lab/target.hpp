@@ -349,7 +349,9 @@ inline TargetMeasurement measure_target(const IsaLevel& isa, int threads,
                             stem + ".c > " + stem + ".log 2>&1";
     if (std::system(cmd.c_str()) != 0)
         throw Error(stem + ".c", "microbenchmark build failed: " + read_text(stem + ".log"));
-    void* h = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    // RTLD_NODELETE, as SharedLibrary: libgomp's worker threads of a 2-thread run outlive the
+    // parallel region (a 2-thread probe whose JSON then failed died with SIGSEGV).
+    void* h = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) throw Error(stem + ".so", dlerror());
     auto peak = reinterpret_cast<double (*)(long, int)>(dlsym(h, "tempo_peak"));
     auto per_iter = reinterpret_cast<int (*)()>(dlsym(h, "tempo_peak_flops_per_iter"));
