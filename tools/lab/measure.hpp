@@ -1187,10 +1187,9 @@ inline std::string cpu_identity(const std::string& vendor, const std::string& fa
 inline void require_target_cpu(const TargetInfo& t, const CpuProbe& here) {
     if (here.vendor == t.cpu_vendor && here.family == t.cpu_family && here.model == t.cpu_model)
         return;
-    const std::string isa = t.march == "x86-64-v4"   ? "v4"
-                            : t.march == "x86-64-v3" ? "v3"
-                            : t.march == "x86-64-v2" ? "v2"
-                                                     : "v1";
+    std::string isa = "v1";
+    for (const char* level : {"v2", "v3", "v4"})
+        if (isa_level(level).march == t.march) isa = level;
     throw Error(t.path,
                 "target " + t.id + " was probed on " +
                     cpu_identity(t.cpu_vendor, t.cpu_family, t.cpu_model) + ", this machine is " +
