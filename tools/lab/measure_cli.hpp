@@ -20,7 +20,7 @@ inline constexpr const char* kDataUsage =
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
     "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
-    "          [--retime-before UTC-TIME] [--programs-from ID]\n"
+    "          [--min-read F|off] [--retime-before UTC-TIME] [--programs-from ID]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
@@ -44,7 +44,11 @@ inline constexpr const char* kDataUsage =
     "                resnet_50,mobilenet_v2,resnext_50,bert_base,bert_tiny)\n"
     "  --quiet B: time only while the CPUs outside the target's are ≤ B busy (default 0.1):\n"
     "             wait for them before each try, redo a try they disturbed; off: never wait\n"
-    "  --quiet-wait S: longest wait before one try (default 900 s), then time anyway\n";
+    "  --quiet-wait S: longest wait before one try (default 900 s), then time anyway\n"
+    "  --min-read F: memory gate (measure, remeasure): time only while the speed probe's\n"
+    "             streaming read is ≥ F × its median over the target's records (default\n"
+    "             0.8; needs 100 such records): wait for it, redo a try it drops\n"
+    "             during; off: never wait\n";
 
 inline bool is_data_command(const std::string& c) {
     return c == "target" || c == "measure" || c == "stats" || c == "remeasure" ||
@@ -62,6 +66,7 @@ struct DataOptions {
     std::uint64_t seed = 1, input_seed = 1;
     double limit_s = 0, run_timeout = 5, build_timeout = 15, rotate_s = 600;
     double quiet = 0.1, quiet_wait_s = 900, max_busy = -1; // quiet < 0: off; max_busy < 0: any
+    double min_read = 0.8; // memory gate, × the target's typical probe read; < 0: off
     std::size_t rotate_records = 1000;
     bool with_latency = false, pipeline = false;
     std::vector<std::string> positional;
@@ -139,6 +144,12 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
         else if (a == "--quiet") {
             const std::string& v = value();
             o.quiet = v == "off" ? -1 : std::stod(v);
+        } else if (a == "--min-read") {
+            const std::string& v = value();
+            o.min_read = v == "off" ? -1 : std::stod(v);
+            if (o.min_read != -1 && !(o.min_read > 0 && o.min_read <= 1))
+                throw Error("tempo lab " + o.command + " --min-read",
+                            "expected a fraction in (0, 1] or off, got '" + v + "'");
         } else if (a == "--quiet-wait")
             o.quiet_wait_s = std::stod(value());
         else if (a == "--retime-before" || a == "--since") {
@@ -168,17 +179,58 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
     return o;
 }
 
-// The quiet guard's part of a record's run object: its setting, how long it waited, how many
-// tries it had redone.
-inline json::Value quiet_json(const DataOptions& o, const ProgramResult& r) {
-    if (o.quiet < 0) return json::Value::Object{{"max_busy", nullptr}};
-    return json::Value::Object{
-        {"max_busy", o.quiet}, {"waited_s", r.waited_s}, {"redone", r.redone}};
+// The quiet guard's part of a record's run object: its settings (the memory gate's read
+// threshold, null when off), how long it waited, how many tries it had redone and how many of
+// those for slow memory.
+inline json::Value quiet_json(const DataOptions& o, double min_read_gbs, const ProgramResult& r) {
+    const json::Value gate = min_read_gbs > 0 ? json::Value(min_read_gbs) : json::Value();
+    if (o.quiet < 0 && min_read_gbs <= 0)
+        return json::Value::Object{{"max_busy", nullptr}, {"min_read_gbs", nullptr}};
+    return json::Value::Object{{"max_busy", o.quiet < 0 ? json::Value() : json::Value(o.quiet)},
+                               {"min_read_gbs", gate},
+                               {"waited_s", r.waited_s},
+                               {"redone", r.redone},
+                               {"slow_memory", r.slow_memory}};
 }
 
 // The speed probe taken with a timing (speed_probe.hpp), as records and remeasure store it.
 inline json::Value probe_json(const SpeedSample& s) {
     return json::Value::Object{{"mul_gflops", s.mul_gflops}, {"read_gbs", s.read_gbs}};
+}
+
+inline double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return NAN;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const std::size_t i = static_cast<std::size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+// The memory gate's threshold for a target: --min-read × the median streaming read of the
+// speed probe over its records (the memory state its data was taken in), so that new timings
+// are taken in that state too. 0 (no gate) when off or with fewer than 100 probed records.
+inline double memory_gate_gbs(const DataOptions& o, const std::string& dir) {
+    if (o.min_read < 0) return 0;
+    std::vector<double> reads;
+    for_each_record(dir, [&](const json::Value& r) {
+        const json::Value* run = r.find("run");
+        const json::Value* probe = run ? run->find("probe") : nullptr;
+        const json::Value* read = probe ? probe->find("read_gbs") : nullptr;
+        if (read && read->as_double() > 0) reads.push_back(read->as_double());
+    });
+    if (reads.size() < 100) {
+        std::fprintf(stderr,
+                     "memory gate: off (%zu records with a speed probe in %s, 100 needed)\n",
+                     reads.size(), dir.c_str());
+        return 0;
+    }
+    const double typical = quantile(reads, 0.5), gate = o.min_read * typical;
+    std::fprintf(stderr,
+                 "memory gate: time while the probe reads ≥ %.1f GB/s (%.2f × the median %.1f "
+                 "of %zu records)\n",
+                 gate, o.min_read, typical, reads.size());
+    return gate;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -334,6 +386,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     }
     const std::string dir = o.data + "/" + target.id;
     fs::create_directories(dir);
+    const double min_read_gbs = memory_gate_gbs(o, dir);
     const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) +
                                 "of" + std::to_string(o.shards) + "-" + std::to_string(getpid());
     fs::create_directories(scratch);
@@ -561,6 +614,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
+            spec.min_read_gbs = min_read_gbs;
             run_batch(
                 spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads,
                 [&](std::size_t k, const ProgramResult& r) {
@@ -598,7 +652,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                                 {"cpu", cpu_identity(here.vendor, here.family, here.model)},
                                 {"first_call_s", r.call_s},
                                 {"others_busy", r.others_busy},
-                                {"quiet", quiet_json(o, r)},
+                                {"quiet", quiet_json(o, min_read_gbs, r)},
                                 {"probe", probe_json(r.probe)},
                                 {"nice", -20},
                                 {"pipelined_build", pipeline},
@@ -652,15 +706,6 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
 
 // ------------------------------------------------------------------------------------------
 // stats
-
-inline double quantile(std::vector<double> v, double q) {
-    if (v.empty()) return NAN;
-    std::sort(v.begin(), v.end());
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const std::size_t i = static_cast<std::size_t>(pos);
-    const double f = pos - static_cast<double>(i);
-    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
-}
 
 inline int lab_stats(const DataOptions& o, std::ostream& out) {
     namespace fs = std::filesystem;
@@ -796,6 +841,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::vector<int> spare = spare_cores(cores, cpus);
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
+    const double min_read_gbs = memory_gate_gbs(o, dir);
     std::vector<json::Value> records;
     std::size_t busier = 0, older = 0;
     for_each_latest_record(dir, [&](const json::Value& r) {
@@ -885,6 +931,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
+            spec.min_read_gbs = min_read_gbs;
             run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads,
                       [&](std::size_t k, const ProgramResult& r) {
                           if (r.kind != ProgramResult::Kind::Timed) {
@@ -921,7 +968,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                                                      {"min", st.min},
                                                                      {"std", st.std}}},
                                          {"others_busy", r.others_busy},
-                                         {"quiet", quiet_json(o, r)},
+                                         {"quiet", quiet_json(o, min_read_gbs, r)},
                                          {"probe",
                                           json::Value::Object{{"old", then ? *then : json::Value()},
                                                               {"new", probe_json(r.probe)}}}})
