@@ -172,48 +172,53 @@ TEST_CASE(
     for (const auto& f : record_files(dir)) CHECK(ends_with(f, ".jsonl.gz"));
 }
 
-TEST_CASE("the memory gate: its threshold from the target's records, waits and redone tries") {
+TEST_CASE("the memory gate: its band from the target's records, waits and redone tries") {
     const std::string dir = fresh_dir("gate");
-    auto options = [&](const std::string& min_read) {
-        return parse_data_options({"measure", "--target", "t", "--min-read", min_read}, "");
+    auto options = [&](const std::string& band) {
+        return parse_data_options({"measure", "--target", "t", "--memory-band", band}, "");
     };
     {
         RecordWriter w(dir, "s1of1");
-        for (int i = 1; i <= 99; ++i) // read_gbs 1..99: median 50
+        for (int i = 1; i <= 99; ++i) // read_gbs 1..99
             w.append(R"({"task":"t","sid":"s)" + std::to_string(i) +
                      R"(","run":{"probe":{"mul_gflops":1,"read_gbs":)" + std::to_string(i) + "}}}");
         w.append(R"({"task":"t","sid":"old","run":{}})"); // before records had a probe
     }
-    CHECK(memory_gate_gbs(options("0.8"), dir) == 0); // 99 probed records: too few
+    CHECK_FALSE(memory_band(options("0.8"), dir).on()); // 99 probed records: too few
     {
         RecordWriter w(dir, "s1of1");
         w.append(R"({"task":"t","sid":"s100","run":{"probe":{"mul_gflops":1,"read_gbs":100}}})");
     }
-    CHECK(memory_gate_gbs(options("0.8"), dir) == doctest::Approx(0.8 * 50.5));
-    CHECK(memory_gate_gbs(options("off"), dir) == 0);
-    CHECK_THROWS_WITH_AS(options("80"),
-                         "tempo lab measure --min-read: expected a fraction in (0, 1] or off, got "
-                         "'80'",
+    const ReadBand band = memory_band(options("0.8"), dir); // median of 1..100: 50.5
+    CHECK(band.lo == doctest::Approx(0.8 * 50.5));
+    CHECK(band.hi == doctest::Approx(50.5 / 0.8));
+    CHECK(band.holds(50.5));
+    CHECK_FALSE(band.holds(0.79 * 50.5));
+    CHECK_FALSE(band.holds(50.5 / 0.79));
+    CHECK_FALSE(memory_band(options("off"), dir).on());
+    CHECK_THROWS_WITH_AS(options("1.25"),
+                         "tempo lab measure --memory-band: expected a fraction in (0, 1] or off, "
+                         "got '1.25'",
                          Error);
 
-    // A threshold no memory system reaches: the guard waits its longest, times anyway, and
-    // sees every try disturbed; one any memory system reaches never holds a try back.
+    // A band no memory system reads in: the guard waits its longest, times anyway, and sees
+    // every try disturbed; a band every memory system reads in never holds a try back.
     const SpeedProbe probe;
     QuietGuard unreachable(
-        {0}, -1, 0.3, [] {}, &probe, 1e9);
+        {0}, -1, 0.3, [] {}, &probe, ReadBand{1e9, 2e9});
     const double t0 = now_s();
     unreachable.wait();
     CHECK(now_s() - t0 >= 0.3);
     CHECK(unreachable.waited_s() >= 0.3);
     CHECK(unreachable.disturbed());
     CHECK(unreachable.disturbed());
-    CHECK(unreachable.slow_memory() == 2);
+    CHECK(unreachable.memory_redone() == 2);
     QuietGuard reachable(
-        {0}, -1, 60, [] {}, &probe, 1e-3);
+        {0}, -1, 60, [] {}, &probe, ReadBand{1e-3, 1e9});
     reachable.wait();
     CHECK(reachable.waited_s() < 30);
     CHECK_FALSE(reachable.disturbed());
-    CHECK(reachable.slow_memory() == 0);
+    CHECK(reachable.memory_redone() == 0);
 }
 
 TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {
@@ -361,8 +366,8 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
         CHECK(quiet.find("max_busy")->as_double() == 0.5);
         CHECK(quiet.find("waited_s")->as_double() >= 0);
         CHECK(quiet.find("redone")->as_int64() >= 0);
-        CHECK(quiet.find("slow_memory")->as_int64() == 0);
-        CHECK(quiet.find("min_read_gbs")->is_null()); // too few records for a memory gate
+        CHECK(quiet.find("memory_redone")->as_int64() == 0);
+        CHECK(quiet.find("read_band_gbs")->is_null()); // too few records for a memory gate
     }
     CHECK(guarded == 2);
 

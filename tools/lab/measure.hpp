@@ -742,6 +742,13 @@ inline BuildResult compile_c(const std::string& source, const std::string& stem,
 // ------------------------------------------------------------------------------------------
 // The runner child: `tempo lab run-batch SPEC`
 
+// The memory gate's band of the speed probe's streaming read, GB/s (lo = 0: no gate).
+struct ReadBand {
+    double lo = 0, hi = 0;
+    bool on() const { return lo > 0; }
+    bool holds(double read_gbs) const { return read_gbs >= lo && read_gbs <= hi; }
+};
+
 struct RunnerSpec {
     std::vector<std::string> sos; // per symbol: the shared object holding it
     std::vector<std::string> symbols;
@@ -756,7 +763,7 @@ struct RunnerSpec {
     std::size_t start = 0;
     double quiet_max_busy = -1; // < 0: no quiet guard
     double quiet_wait_s = 0;
-    double min_read_gbs = 0; // ≤ 0: no memory gate
+    ReadBand read_band; // the memory gate (off by default)
 };
 
 inline json::Value runner_spec_json(const RunnerSpec& s) {
@@ -765,20 +772,21 @@ inline json::Value runner_spec_json(const RunnerSpec& s) {
     for (const auto& x : s.sos) sos.emplace_back(x);
     for (auto x : s.input_sizes) sizes.emplace_back(x);
     for (auto x : s.cores) cores.emplace_back(x);
-    return json::Value::Object{{"sos", sos},
-                               {"symbols", sym},
-                               {"input_sizes", sizes},
-                               {"output_size", s.output_size},
-                               {"seed", s.seed},
-                               {"expected", s.expected},
-                               {"tolerance", s.tolerance},
-                               {"flops", s.flops},
-                               {"budget_s", s.budget_s},
-                               {"cores", cores},
-                               {"start", static_cast<std::int64_t>(s.start)},
-                               {"quiet_max_busy", s.quiet_max_busy},
-                               {"quiet_wait_s", s.quiet_wait_s},
-                               {"min_read_gbs", s.min_read_gbs}};
+    return json::Value::Object{
+        {"sos", sos},
+        {"symbols", sym},
+        {"input_sizes", sizes},
+        {"output_size", s.output_size},
+        {"seed", s.seed},
+        {"expected", s.expected},
+        {"tolerance", s.tolerance},
+        {"flops", s.flops},
+        {"budget_s", s.budget_s},
+        {"cores", cores},
+        {"start", static_cast<std::int64_t>(s.start)},
+        {"quiet_max_busy", s.quiet_max_busy},
+        {"quiet_wait_s", s.quiet_wait_s},
+        {"read_band_gbs", json::Value::Array{s.read_band.lo, s.read_band.hi}}};
 }
 
 inline RunnerSpec runner_spec_from_json(const json::Value& v) {
@@ -797,7 +805,8 @@ inline RunnerSpec runner_spec_from_json(const json::Value& v) {
     s.start = static_cast<std::size_t>(v.find("start")->as_int64());
     s.quiet_max_busy = v.find("quiet_max_busy")->as_double();
     s.quiet_wait_s = v.find("quiet_wait_s")->as_double();
-    s.min_read_gbs = v.find("min_read_gbs")->as_double();
+    const json::Value::Array& band = v.find("read_band_gbs")->as_array();
+    s.read_band = {band.at(0).as_double(), band.at(1).as_double()};
     return s;
 }
 
@@ -814,21 +823,22 @@ inline void emit_event(const json::Value& v) {
 // it. /proc/stat counts in 10 ms ticks, so a short try reads as 0 or 1 (busy): strict.
 // With `max_busy` < 0 it never waits nor redoes a try, and only reports how busy they were.
 //
-// The memory gate does the same for what /proc/stat cannot see: other tenants of the host
-// loading its memory system (the speed probe's streaming read then drops to half, and
-// memory-bound programs run up to 1.6× slower). With `min_read_gbs` > 0 a try waits for the
-// probe to read at least that fast, and a try after which it reads slower is redone.
+// The memory gate does the same for what /proc/stat cannot see: the state of the host's
+// memory system, which its other tenants load and unload (the speed probe's streaming read
+// ranges from half to 1.6× its median over hours, and memory-bound programs run up to 1.6×
+// slower or faster with it). With `band` on, a try waits for the probe to read within the band,
+// and a try after which it reads outside it is redone.
 class QuietGuard {
 public:
     QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s,
                std::function<void()> still_waiting, const SpeedProbe* probe = nullptr,
-               double min_read_gbs = 0)
+               ReadBand band = {})
         : cores_(std::move(cores)), max_busy_(max_busy), max_wait_s_(max_wait_s),
           still_waiting_(std::move(still_waiting)), probe_(probe),
-          min_read_gbs_(probe ? min_read_gbs : 0) {}
+          band_(probe ? band : ReadBand{}) {}
 
     void wait() {
-        if (max_busy_ < 0 && min_read_gbs_ <= 0) {
+        if (max_busy_ < 0 && !band_.on()) {
             start_ = cpu_jiffies();
             return;
         }
@@ -839,7 +849,7 @@ public:
             ::usleep(100000);
             const double busy = others_busy(a, cpu_jiffies(), cores_); // < 0: no others
             const bool quiet = max_busy_ < 0 || busy <= max_busy_;
-            if ((quiet && memory_fast()) || now_s() - t0 > max_wait_s_) break;
+            if ((quiet && memory_in_band()) || now_s() - t0 > max_wait_s_) break;
             if (now_s() - noted > 5) {
                 still_waiting_();
                 noted = now_s();
@@ -851,27 +861,25 @@ public:
     bool disturbed() {
         last_busy_ = others_busy(start_, cpu_jiffies(), cores_);
         const bool busy = max_busy_ >= 0 && last_busy_ > max_busy_;
-        const bool slow = !memory_fast();
-        slow_memory_ += slow;
-        return busy || slow;
+        const bool off_band = !memory_in_band();
+        memory_redone_ += off_band;
+        return busy || off_band;
     }
     double last_busy() const { return last_busy_; }
     double waited_s() const { return waited_s_; }
-    int slow_memory() const { return slow_memory_; } // tries the memory gate found disturbed
+    int memory_redone() const { return memory_redone_; } // tries the memory gate saw disturbed
 
 private:
-    bool memory_fast() const {
-        return min_read_gbs_ <= 0 || probe_->sample().read_gbs >= min_read_gbs_;
-    }
+    bool memory_in_band() const { return !band_.on() || band_.holds(probe_->sample().read_gbs); }
 
     std::vector<int> cores_;
     double max_busy_, max_wait_s_;
     std::function<void()> still_waiting_;
     const SpeedProbe* probe_;
-    double min_read_gbs_;
+    ReadBand band_;
     std::vector<std::pair<double, double>> start_;
     double last_busy_ = -1, waited_s_ = 0;
-    int slow_memory_ = 0;
+    int memory_redone_ = 0;
 };
 
 // Runs in the child: check, then time, each program from spec.start on; one JSON line per event.
@@ -957,13 +965,13 @@ inline int run_batch_main(const std::string& spec_path) {
             [&] {
                 emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}});
             },
-            &probe, spec.min_read_gbs);
+            &probe, spec.read_band);
         const TimingResult r =
             time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s, guard);
         const SpeedSample speed = probe.sample();
         timed.push_back({"others_busy", guard.last_busy()});
         timed.push_back({"waited_s", guard.waited_s()});
-        timed.push_back({"slow_memory", guard.slow_memory()});
+        timed.push_back({"memory_redone", guard.memory_redone()});
         timed.push_back({"probe", json::Value::Object{{"mul_gflops", speed.mul_gflops},
                                                       {"read_gbs", speed.read_gbs}}});
         json::Value::Array costs;
@@ -980,7 +988,7 @@ inline int run_batch_main(const std::string& spec_path) {
 struct ProgramResult {
     enum class Kind { None, Timed, CheckFailed, Timeout, Crash, Build, Error } kind = Kind::None;
     std::vector<double> costs;
-    int tries = 0, redone = 0, slow_memory = 0;
+    int tries = 0, redone = 0, memory_redone = 0;
     bool passed = false;
     double max_abs_error = 0, call_s = 0, others_busy = -1, waited_s = 0;
     SpeedSample probe; // the core's speed just after the timing (zeros: not taken)
@@ -1102,7 +1110,7 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         }
                         // Worst case of the timing: 4 tries within the budget each, plus flushes
                         // (and as many redone tries when the quiet guard or memory gate is on).
-                        const bool guarded = spec.quiet_max_busy >= 0 || spec.min_read_gbs > 0;
+                        const bool guarded = spec.quiet_max_busy >= 0 || spec.read_band.on();
                         deadline = now_s() + (guarded ? 14 : 6) * spec.budget_s + 30;
                     } else if (e == "waiting") { // the quiet guard waits: not a hang
                         deadline = std::max(deadline, now_s() + 14 * spec.budget_s + 30);
@@ -1122,7 +1130,7 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         cur.others_busy = ev.find("others_busy")->as_double();
                         cur.redone = static_cast<int>(ev.find("redone")->as_int64());
                         cur.waited_s = ev.find("waited_s")->as_double();
-                        cur.slow_memory = static_cast<int>(ev.find("slow_memory")->as_int64());
+                        cur.memory_redone = static_cast<int>(ev.find("memory_redone")->as_int64());
                         const json::Value& probe = *ev.find("probe");
                         cur.probe = {probe.find("mul_gflops")->as_double(),
                                      probe.find("read_gbs")->as_double()};

@@ -20,7 +20,7 @@ inline constexpr const char* kDataUsage =
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
     "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
-    "          [--min-read F|off] [--retime-before UTC-TIME] [--programs-from ID]\n"
+    "          [--memory-band F|off] [--retime-before UTC-TIME] [--programs-from ID]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
@@ -45,10 +45,10 @@ inline constexpr const char* kDataUsage =
     "  --quiet B: time only while the CPUs outside the target's are ≤ B busy (default 0.1):\n"
     "             wait for them before each try, redo a try they disturbed; off: never wait\n"
     "  --quiet-wait S: longest wait before one try (default 900 s), then time anyway\n"
-    "  --min-read F: memory gate (measure, remeasure): time only while the speed probe's\n"
-    "             streaming read is ≥ F × its median over the target's records (default\n"
-    "             0.8; needs 100 such records): wait for it, redo a try it drops\n"
-    "             during; off: never wait\n";
+    "  --memory-band F: memory gate (measure, remeasure): time only while the speed probe's\n"
+    "             streaming read is within F … 1/F × its median over the target's records\n"
+    "             (default 0.8; needs 100 such records): wait for it, redo a try it leaves\n"
+    "             the band during; off: never wait\n";
 
 inline bool is_data_command(const std::string& c) {
     return c == "target" || c == "measure" || c == "stats" || c == "remeasure" ||
@@ -66,7 +66,7 @@ struct DataOptions {
     std::uint64_t seed = 1, input_seed = 1;
     double limit_s = 0, run_timeout = 5, build_timeout = 15, rotate_s = 600;
     double quiet = 0.1, quiet_wait_s = 900, max_busy = -1; // quiet < 0: off; max_busy < 0: any
-    double min_read = 0.8; // memory gate, × the target's typical probe read; < 0: off
+    double memory_band = 0.8; // memory gate: F … 1/F × the target's median probe read; < 0: off
     std::size_t rotate_records = 1000;
     bool with_latency = false, pipeline = false;
     std::vector<std::string> positional;
@@ -144,11 +144,11 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
         else if (a == "--quiet") {
             const std::string& v = value();
             o.quiet = v == "off" ? -1 : std::stod(v);
-        } else if (a == "--min-read") {
+        } else if (a == "--memory-band") {
             const std::string& v = value();
-            o.min_read = v == "off" ? -1 : std::stod(v);
-            if (o.min_read != -1 && !(o.min_read > 0 && o.min_read <= 1))
-                throw Error("tempo lab " + o.command + " --min-read",
+            o.memory_band = v == "off" ? -1 : std::stod(v);
+            if (o.memory_band != -1 && !(o.memory_band > 0 && o.memory_band <= 1))
+                throw Error("tempo lab " + o.command + " --memory-band",
                             "expected a fraction in (0, 1] or off, got '" + v + "'");
         } else if (a == "--quiet-wait")
             o.quiet_wait_s = std::stod(value());
@@ -179,18 +179,19 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
     return o;
 }
 
-// The quiet guard's part of a record's run object: its settings (the memory gate's read
-// threshold, null when off), how long it waited, how many tries it had redone and how many of
-// those for slow memory.
-inline json::Value quiet_json(const DataOptions& o, double min_read_gbs, const ProgramResult& r) {
-    const json::Value gate = min_read_gbs > 0 ? json::Value(min_read_gbs) : json::Value();
-    if (o.quiet < 0 && min_read_gbs <= 0)
-        return json::Value::Object{{"max_busy", nullptr}, {"min_read_gbs", nullptr}};
+// The quiet guard's part of a record's run object: its settings (the memory gate's band,
+// null when off), how long it waited, how many tries it had redone and how many of those
+// for the memory gate.
+inline json::Value quiet_json(const DataOptions& o, ReadBand band, const ProgramResult& r) {
+    const json::Value gate =
+        band.on() ? json::Value(json::Value::Array{band.lo, band.hi}) : json::Value();
+    if (o.quiet < 0 && !band.on())
+        return json::Value::Object{{"max_busy", nullptr}, {"read_band_gbs", nullptr}};
     return json::Value::Object{{"max_busy", o.quiet < 0 ? json::Value() : json::Value(o.quiet)},
-                               {"min_read_gbs", gate},
+                               {"read_band_gbs", gate},
                                {"waited_s", r.waited_s},
                                {"redone", r.redone},
-                               {"slow_memory", r.slow_memory}};
+                               {"memory_redone", r.memory_redone}};
 }
 
 // The speed probe taken with a timing (speed_probe.hpp), as records and remeasure store it.
@@ -207,11 +208,12 @@ inline double quantile(std::vector<double> v, double q) {
     return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
-// The memory gate's threshold for a target: --min-read × the median streaming read of the
-// speed probe over its records (the memory state its data was taken in), so that new timings
-// are taken in that state too. 0 (no gate) when off or with fewer than 100 probed records.
-inline double memory_gate_gbs(const DataOptions& o, const std::string& dir) {
-    if (o.min_read < 0) return 0;
+// The memory gate's band for a target: --memory-band F … 1/F × the median streaming read of
+// the speed probe over its records (the memory state its data was taken in), so that new
+// timings are taken in that state too. Off with --memory-band off or fewer than 100 probed
+// records.
+inline ReadBand memory_band(const DataOptions& o, const std::string& dir) {
+    if (o.memory_band < 0) return {};
     std::vector<double> reads;
     for_each_record(dir, [&](const json::Value& r) {
         const json::Value* run = r.find("run");
@@ -223,14 +225,15 @@ inline double memory_gate_gbs(const DataOptions& o, const std::string& dir) {
         std::fprintf(stderr,
                      "memory gate: off (%zu records with a speed probe in %s, 100 needed)\n",
                      reads.size(), dir.c_str());
-        return 0;
+        return {};
     }
-    const double typical = quantile(reads, 0.5), gate = o.min_read * typical;
+    const double typical = quantile(reads, 0.5);
+    const ReadBand band{o.memory_band * typical, typical / o.memory_band};
     std::fprintf(stderr,
-                 "memory gate: time while the probe reads ≥ %.1f GB/s (%.2f × the median %.1f "
-                 "of %zu records)\n",
-                 gate, o.min_read, typical, reads.size());
-    return gate;
+                 "memory gate: time while the probe reads %.1f … %.1f GB/s (%.2f … %.2f × the "
+                 "median %.1f of %zu records)\n",
+                 band.lo, band.hi, o.memory_band, 1 / o.memory_band, typical, reads.size());
+    return band;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -386,7 +389,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     }
     const std::string dir = o.data + "/" + target.id;
     fs::create_directories(dir);
-    const double min_read_gbs = memory_gate_gbs(o, dir);
+    const ReadBand read_band = memory_band(o, dir);
     const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) +
                                 "of" + std::to_string(o.shards) + "-" + std::to_string(getpid());
     fs::create_directories(scratch);
@@ -614,7 +617,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            spec.min_read_gbs = min_read_gbs;
+            spec.read_band = read_band;
             run_batch(
                 spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads,
                 [&](std::size_t k, const ProgramResult& r) {
@@ -652,7 +655,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                                 {"cpu", cpu_identity(here.vendor, here.family, here.model)},
                                 {"first_call_s", r.call_s},
                                 {"others_busy", r.others_busy},
-                                {"quiet", quiet_json(o, min_read_gbs, r)},
+                                {"quiet", quiet_json(o, read_band, r)},
                                 {"probe", probe_json(r.probe)},
                                 {"nice", -20},
                                 {"pipelined_build", pipeline},
@@ -841,7 +844,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::vector<int> spare = spare_cores(cores, cpus);
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
-    const double min_read_gbs = memory_gate_gbs(o, dir);
+    const ReadBand read_band = memory_band(o, dir);
     std::vector<json::Value> records;
     std::size_t busier = 0, older = 0;
     for_each_latest_record(dir, [&](const json::Value& r) {
@@ -931,7 +934,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            spec.min_read_gbs = min_read_gbs;
+            spec.read_band = read_band;
             run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads,
                       [&](std::size_t k, const ProgramResult& r) {
                           if (r.kind != ProgramResult::Kind::Timed) {
@@ -968,7 +971,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                                                      {"min", st.min},
                                                                      {"std", st.std}}},
                                          {"others_busy", r.others_busy},
-                                         {"quiet", quiet_json(o, min_read_gbs, r)},
+                                         {"quiet", quiet_json(o, read_band, r)},
                                          {"probe",
                                           json::Value::Object{{"old", then ? *then : json::Value()},
                                                               {"new", probe_json(r.probe)}}}})
