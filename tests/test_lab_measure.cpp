@@ -184,18 +184,22 @@ TEST_CASE("the memory gate: its band from the target's records, waits and redone
                      R"(","run":{"probe":{"mul_gflops":1,"read_gbs":)" + std::to_string(i) + "}}}");
         w.append(R"({"task":"t","sid":"old","run":{}})"); // before records had a probe
     }
-    CHECK_FALSE(memory_band(options("0.8"), dir).on()); // 99 probed records: too few
+    CHECK(records_probe(dir).n == 99);
+    CHECK_FALSE(memory_band(options("0.8"), records_probe(dir), dir).on()); // too few
     {
         RecordWriter w(dir, "s1of1");
         w.append(R"({"task":"t","sid":"s100","run":{"probe":{"mul_gflops":1,"read_gbs":100}}})");
     }
-    const ReadBand band = memory_band(options("0.8"), dir); // median of 1..100: 50.5
+    const RecordsProbe then = records_probe(dir);
+    CHECK(then.n == 100);
+    CHECK(then.mul_gflops == 1);
+    const ReadBand band = memory_band(options("0.8"), then, dir); // median of 1..100: 50.5
     CHECK(band.lo == doctest::Approx(0.8 * 50.5));
     CHECK(band.hi == doctest::Approx(50.5 / 0.8));
     CHECK(band.holds(50.5));
     CHECK_FALSE(band.holds(0.79 * 50.5));
     CHECK_FALSE(band.holds(50.5 / 0.79));
-    CHECK_FALSE(memory_band(options("off"), dir).on());
+    CHECK_FALSE(memory_band(options("off"), then, dir).on());
     CHECK_THROWS_WITH_AS(options("1.25"),
                          "tempo lab measure --memory-band: expected a fraction in (0, 1] or off, "
                          "got '1.25'",
@@ -219,6 +223,36 @@ TEST_CASE("the memory gate: its band from the target's records, waits and redone
     CHECK(reachable.waited_s() < 30);
     CHECK_FALSE(reachable.disturbed());
     CHECK(reachable.memory_redone() == 0);
+}
+
+TEST_CASE("the host check: this host's probes against the records'") {
+    const RecordsProbe then{29.0, 33.0, 500};
+    const ReadBand band{26.4, 41.25};
+    auto samples = [](double mul, double read) {
+        std::vector<SpeedSample> v;
+        for (int i = 0; i < 20; ++i) // spread ±1 % around (mul, read)
+            v.push_back({mul * (0.99 + 0.001 * i), read * (0.99 + 0.001 * i)});
+        return v;
+    };
+    const HostComparison same = compare_host(then, samples(29.2, 34.0), band);
+    CHECK(same.warnings.empty());
+    CHECK(same.in_band == 20);
+    CHECK(same.mul_ratio == doctest::Approx(29.2 * 0.9995 / 29.0));
+
+    const HostComparison slow = compare_host(then, samples(28.0, 34.0), band);
+    REQUIRE(slow.warnings.size() == 1);
+    CHECK(slow.warnings[0].find("3.5 % slower than the 29.0") != std::string::npos);
+    CHECK(compare_host(then, samples(30.0, 34.0), band).warnings.at(0).find("faster") !=
+          std::string::npos);
+
+    // Memory reading 1.3× the records': the gate (0.8 … 1.25×) would starve the run.
+    const HostComparison fast_memory = compare_host(then, samples(29.0, 42.5), band);
+    REQUIRE(fast_memory.warnings.size() == 1);
+    CHECK(fast_memory.in_band < 10);
+    CHECK(fast_memory.warnings[0].find("probes read inside the memory gate's band 26.4") !=
+          std::string::npos);
+    CHECK(compare_host(then, samples(29.0, 42.5), ReadBand{}).warnings.empty()); // gate off
+    CHECK_THROWS_AS(compare_host(then, {}, band), Error);
 }
 
 TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {

@@ -48,7 +48,9 @@ inline constexpr const char* kDataUsage =
     "  --memory-band F: memory gate (measure, remeasure): time only while the speed probe's\n"
     "             streaming read is within F … 1/F × its median over the target's records\n"
     "             (default 0.8; needs 100 such records): wait for it, redo a try it leaves\n"
-    "             the band during; off: never wait\n";
+    "             the band during; off: never wait\n"
+    "  measure and remeasure first compare a few speed probes with the target's records and\n"
+    "  warn when this host's core or memory differs from the one they were timed on\n";
 
 inline bool is_data_command(const std::string& c) {
     return c == "target" || c == "measure" || c == "stats" || c == "remeasure" ||
@@ -208,31 +210,126 @@ inline double quantile(std::vector<double> v, double q) {
     return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
+// The speed probe over a target's records: the state of the host they were timed on.
+struct RecordsProbe {
+    double mul_gflops = 0, read_gbs = 0;        // medians
+    std::size_t n = 0;                          // records that carry a probe
+    static constexpr std::size_t kEnough = 100; // fewer: no gate, no host check
+};
+
+inline RecordsProbe records_probe(const std::string& dir) {
+    std::vector<double> muls, reads;
+    for_each_record(dir, [&](const json::Value& r) {
+        const json::Value* run = r.find("run");
+        const json::Value* probe = run ? run->find("probe") : nullptr;
+        const json::Value* mul = probe ? probe->find("mul_gflops") : nullptr;
+        const json::Value* read = probe ? probe->find("read_gbs") : nullptr;
+        if (!mul || !read || !(mul->as_double() > 0) || !(read->as_double() > 0)) return;
+        muls.push_back(mul->as_double());
+        reads.push_back(read->as_double());
+    });
+    return {quantile(muls, 0.5), quantile(reads, 0.5), muls.size()};
+}
+
 // The memory gate's band for a target: --memory-band F … 1/F × the median streaming read of
 // the speed probe over its records (the memory state its data was taken in), so that new
 // timings are taken in that state too. Off with --memory-band off or fewer than 100 probed
 // records.
-inline ReadBand memory_band(const DataOptions& o, const std::string& dir) {
+inline ReadBand memory_band(const DataOptions& o, const RecordsProbe& then,
+                            const std::string& dir) {
     if (o.memory_band < 0) return {};
-    std::vector<double> reads;
-    for_each_record(dir, [&](const json::Value& r) {
-        const json::Value* run = r.find("run");
-        const json::Value* probe = run ? run->find("probe") : nullptr;
-        const json::Value* read = probe ? probe->find("read_gbs") : nullptr;
-        if (read && read->as_double() > 0) reads.push_back(read->as_double());
-    });
-    if (reads.size() < 100) {
+    if (then.n < RecordsProbe::kEnough) {
         std::fprintf(stderr,
-                     "memory gate: off (%zu records with a speed probe in %s, 100 needed)\n",
-                     reads.size(), dir.c_str());
+                     "memory gate: off (%zu records with a speed probe in %s, %zu needed)\n",
+                     then.n, dir.c_str(), RecordsProbe::kEnough);
         return {};
     }
-    const double typical = quantile(reads, 0.5);
-    const ReadBand band{o.memory_band * typical, typical / o.memory_band};
+    const ReadBand band{o.memory_band * then.read_gbs, then.read_gbs / o.memory_band};
     std::fprintf(stderr,
                  "memory gate: time while the probe reads %.1f … %.1f GB/s (%.2f … %.2f × the "
                  "median %.1f of %zu records)\n",
-                 band.lo, band.hi, o.memory_band, 1 / o.memory_band, typical, reads.size());
+                 band.lo, band.hi, o.memory_band, 1 / o.memory_band, then.read_gbs, then.n);
+    return band;
+}
+
+// How this host compares with the one a target's records were timed on. Hosts of one CPU model
+// differ (a core 5 % slower, memory reading 1.5× faster): timings taken on another one
+// disagree with the records by that much, and a memory gate whose band it rarely reads in
+// holds nearly every try back. Better said before the run than found in `remeasure`.
+struct HostComparison {
+    double mul_gflops = 0, read_gbs = 0;  // medians of this host's probes
+    double mul_ratio = 0, read_ratio = 0; // now / the records'
+    int in_band = 0, samples = 0;         // probes inside the memory gate's band
+    std::vector<std::string> warnings;
+};
+
+inline HostComparison compare_host(const RecordsProbe& then, const std::vector<SpeedSample>& now,
+                                   ReadBand band, double mul_tolerance = 0.02) {
+    if (now.empty()) throw Error("compare_host", "no probe samples");
+    HostComparison c;
+    std::vector<double> muls, reads;
+    for (const SpeedSample& s : now) {
+        muls.push_back(s.mul_gflops);
+        reads.push_back(s.read_gbs);
+        c.in_band += !band.on() || band.holds(s.read_gbs);
+    }
+    c.samples = static_cast<int>(now.size());
+    c.mul_gflops = quantile(muls, 0.5);
+    c.read_gbs = quantile(reads, 0.5);
+    c.mul_ratio = c.mul_gflops / then.mul_gflops;
+    c.read_ratio = c.read_gbs / then.read_gbs;
+    char buf[400];
+    if (std::abs(c.mul_ratio - 1) > mul_tolerance) {
+        std::snprintf(buf, sizeof buf,
+                      "this core's multiply probe reads %.1f GFLOP/s, %.1f %% %s than the %.1f of "
+                      "the target's records: new timings will be about that much %s than theirs "
+                      "(`tempo lab remeasure` shows how far they agree)",
+                      c.mul_gflops, 100 * std::abs(c.mul_ratio - 1),
+                      c.mul_ratio < 1 ? "slower" : "faster", then.mul_gflops,
+                      c.mul_ratio < 1 ? "slower" : "faster");
+        c.warnings.emplace_back(buf);
+    }
+    if (2 * c.in_band < c.samples) {
+        std::snprintf(buf, sizeof buf,
+                      "only %d of %d probes read inside the memory gate's band %.1f … %.1f GB/s "
+                      "(this host: median %.1f): the gate will hold most tries back; the records "
+                      "were timed on a host whose memory reads differently",
+                      c.in_band, c.samples, band.lo, band.hi, c.read_gbs);
+        c.warnings.emplace_back(buf);
+    }
+    return c;
+}
+
+// `n` speed probes on the measuring cores, 50 ms apart; the calling thread's CPUs restored.
+inline std::vector<SpeedSample> probe_host(const std::vector<int>& cores, int n = 20) {
+    cpu_set_t before;
+    if (sched_getaffinity(0, sizeof before, &before) != 0)
+        throw Error("sched_getaffinity", "cannot read this process's CPUs");
+    pin_to_cores(cores);
+    const SpeedProbe probe;
+    std::vector<SpeedSample> samples;
+    for (int i = 0; i < n; ++i) {
+        samples.push_back(probe.sample());
+        ::usleep(50000);
+    }
+    if (sched_setaffinity(0, sizeof before, &before) != 0)
+        throw Error("sched_setaffinity", "cannot restore this process's CPUs");
+    return samples;
+}
+
+// The memory gate's band, after comparing this host with the records' (printed, with warnings).
+inline ReadBand check_host(const DataOptions& o, const std::string& dir,
+                           const std::vector<int>& cores) {
+    const RecordsProbe then = records_probe(dir);
+    const ReadBand band = memory_band(o, then, dir);
+    if (then.n < RecordsProbe::kEnough) return band;
+    const HostComparison c = compare_host(then, probe_host(cores), band);
+    std::fprintf(stderr,
+                 "host check: multiply %.1f GFLOP/s (%.3f × the records' %.1f), read %.1f GB/s "
+                 "(%.3f × their %.1f); %d of %d probes inside the memory gate's band\n",
+                 c.mul_gflops, c.mul_ratio, then.mul_gflops, c.read_gbs, c.read_ratio,
+                 then.read_gbs, c.in_band, c.samples);
+    for (const std::string& w : c.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     return band;
 }
 
@@ -389,7 +486,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     }
     const std::string dir = o.data + "/" + target.id;
     fs::create_directories(dir);
-    const ReadBand read_band = memory_band(o, dir);
+    const ReadBand read_band = check_host(o, dir, cores);
     const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) +
                                 "of" + std::to_string(o.shards) + "-" + std::to_string(getpid());
     fs::create_directories(scratch);
@@ -844,7 +941,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::vector<int> spare = spare_cores(cores, cpus);
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
-    const ReadBand read_band = memory_band(o, dir);
+    const ReadBand read_band = check_host(o, dir, cores);
     std::vector<json::Value> records;
     std::size_t busier = 0, older = 0;
     for_each_latest_record(dir, [&](const json::Value& r) {
