@@ -280,13 +280,12 @@ inline HostComparison compare_host(const RecordsProbe& then, const std::vector<S
     c.read_ratio = c.read_gbs / then.read_gbs;
     char buf[400];
     if (std::abs(c.mul_ratio - 1) > mul_tolerance) {
+        const char* way = c.mul_ratio < 1 ? "slower" : "faster";
         std::snprintf(buf, sizeof buf,
                       "this core's multiply probe reads %.1f GFLOP/s, %.1f %% %s than the %.1f of "
                       "the target's records: new timings will be about that much %s than theirs "
                       "(`tempo lab remeasure` shows how far they agree)",
-                      c.mul_gflops, 100 * std::abs(c.mul_ratio - 1),
-                      c.mul_ratio < 1 ? "slower" : "faster", then.mul_gflops,
-                      c.mul_ratio < 1 ? "slower" : "faster");
+                      c.mul_gflops, 100 * std::abs(c.mul_ratio - 1), way, then.mul_gflops, way);
         c.warnings.emplace_back(buf);
     }
     if (2 * c.in_band < c.samples) {
@@ -326,9 +325,13 @@ inline ReadBand check_host(const DataOptions& o, const std::string& dir,
     const HostComparison c = compare_host(then, probe_host(cores), band);
     std::fprintf(stderr,
                  "host check: multiply %.1f GFLOP/s (%.3f × the records' %.1f), read %.1f GB/s "
-                 "(%.3f × their %.1f); %d of %d probes inside the memory gate's band\n",
+                 "(%.3f × their %.1f)",
                  c.mul_gflops, c.mul_ratio, then.mul_gflops, c.read_gbs, c.read_ratio,
-                 then.read_gbs, c.in_band, c.samples);
+                 then.read_gbs);
+    if (band.on())
+        std::fprintf(stderr, "; %d of %d probes inside the memory gate's band", c.in_band,
+                     c.samples);
+    std::fprintf(stderr, "\n");
     for (const std::string& w : c.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     return band;
 }
