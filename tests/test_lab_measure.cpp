@@ -172,44 +172,60 @@ TEST_CASE(
     for (const auto& f : record_files(dir)) CHECK(ends_with(f, ".jsonl.gz"));
 }
 
-TEST_CASE("the memory gate: its band from the target's records, waits and redone tries") {
+TEST_CASE("the memory and core gates: from the target's records, waits and redone tries") {
     const std::string dir = fresh_dir("gate");
-    auto options = [&](const std::string& band) {
-        return parse_data_options({"measure", "--target", "t", "--memory-band", band}, "");
+    auto options = [&](const std::string& band, const std::string& floor = "off") {
+        return parse_data_options(
+            {"measure", "--target", "t", "--memory-band", band, "--core-floor", floor}, "");
     };
     {
         RecordWriter w(dir, "s1of1");
         for (int i = 1; i <= 99; ++i) // read_gbs 1..99
             w.append(R"({"task":"t","sid":"s)" + std::to_string(i) +
-                     R"(","run":{"probe":{"mul_gflops":1,"read_gbs":)" + std::to_string(i) + "}}}");
+                     R"(","run":{"probe":{"mul_gflops":)" + std::to_string(i % 2 ? 10 : 20) +
+                     R"(,"read_gbs":)" + std::to_string(i) + "}}}");
         w.append(R"({"task":"t","sid":"old","run":{}})"); // before records had a probe
     }
     CHECK(records_probe(dir).n == 99);
-    CHECK_FALSE(memory_band(options("0.8"), records_probe(dir), dir).on()); // too few
+    CHECK_FALSE(speed_gate(options("0.8", "0.9"), records_probe(dir), dir).on()); // too few
     {
         RecordWriter w(dir, "s1of1");
-        w.append(R"({"task":"t","sid":"s100","run":{"probe":{"mul_gflops":1,"read_gbs":100}}})");
+        w.append(R"({"task":"t","sid":"s100","run":{"probe":{"mul_gflops":30,"read_gbs":100}}})");
     }
     const RecordsProbe then = records_probe(dir);
     CHECK(then.n == 100);
-    CHECK(then.mul_gflops == 1);
-    const ReadBand band = memory_band(options("0.8"), then, dir); // median of 1..100: 50.5
-    CHECK(band.lo == doctest::Approx(0.8 * 50.5));
-    CHECK(band.hi == doctest::Approx(50.5 / 0.8));
-    CHECK(band.holds(50.5));
-    CHECK_FALSE(band.holds(0.79 * 50.5));
-    CHECK_FALSE(band.holds(50.5 / 0.79));
-    CHECK_FALSE(memory_band(options("off"), then, dir).on());
+    CHECK(then.mul_gflops == 15); // 50 records at 10, 49 at 20, one at 30
+    const SpeedGate band = speed_gate(options("0.8"), then, dir); // median of 1..100: 50.5
+    CHECK(band.read_lo == doctest::Approx(0.8 * 50.5));
+    CHECK(band.read_hi == doctest::Approx(50.5 / 0.8));
+    CHECK(band.memory_holds(50.5));
+    CHECK_FALSE(band.memory_holds(0.79 * 50.5));
+    CHECK_FALSE(band.memory_holds(50.5 / 0.79));
+    CHECK_FALSE(band.core_on());
+    CHECK(band.core_holds(0));
+    const SpeedGate floor = speed_gate(options("off", "0.9"), then, dir);
+    CHECK_FALSE(floor.memory_on());
+    CHECK(floor.memory_holds(1e-9));
+    CHECK(floor.mul_lo == doctest::Approx(0.9 * 15));
+    CHECK(floor.core_holds(13.5));
+    CHECK_FALSE(floor.core_holds(13.4));
+    CHECK_FALSE(speed_gate(options("off"), then, dir).on());
+    CHECK(parse_data_options({"measure", "--target", "t"}, "").core_floor == 0.98); // default
     CHECK_THROWS_WITH_AS(options("1.25"),
                          "tempo lab measure --memory-band: expected a fraction in (0, 1] or off, "
                          "got '1.25'",
                          Error);
+    CHECK_THROWS_WITH_AS(options("0.8", "0"),
+                         "tempo lab measure --core-floor: expected a fraction in (0, 1] or off, "
+                         "got '0'",
+                         Error);
 
     // A band no memory system reads in: the guard waits its longest, times anyway, and sees
-    // every try disturbed; a band every memory system reads in never holds a try back.
+    // every try disturbed; a band every memory system reads in never holds a try back. The
+    // same for a floor no core multiplies at.
     const SpeedProbe probe;
     QuietGuard unreachable(
-        {0}, -1, 0.3, [] {}, &probe, ReadBand{1e9, 2e9});
+        {0}, -1, 0.3, [] {}, &probe, SpeedGate{1e9, 2e9, 0});
     const double t0 = now_s();
     unreachable.wait();
     CHECK(now_s() - t0 >= 0.3);
@@ -217,17 +233,26 @@ TEST_CASE("the memory gate: its band from the target's records, waits and redone
     CHECK(unreachable.disturbed());
     CHECK(unreachable.disturbed());
     CHECK(unreachable.memory_redone() == 2);
+    CHECK(unreachable.core_redone() == 0);
+    QuietGuard slow_core(
+        {0}, -1, 0.3, [] {}, &probe, SpeedGate{1e-3, 1e9, 1e9});
+    slow_core.wait();
+    CHECK(slow_core.waited_s() >= 0.3);
+    CHECK(slow_core.disturbed());
+    CHECK(slow_core.core_redone() == 1);
+    CHECK(slow_core.memory_redone() == 0);
     QuietGuard reachable(
-        {0}, -1, 60, [] {}, &probe, ReadBand{1e-3, 1e9});
+        {0}, -1, 60, [] {}, &probe, SpeedGate{1e-3, 1e9, 1e-3});
     reachable.wait();
     CHECK(reachable.waited_s() < 30);
     CHECK_FALSE(reachable.disturbed());
     CHECK(reachable.memory_redone() == 0);
+    CHECK(reachable.core_redone() == 0);
 }
 
 TEST_CASE("the host check: this host's probes against the records'") {
     const RecordsProbe then{29.0, 33.0, 500};
-    const ReadBand band{26.4, 41.25};
+    const SpeedGate band{26.4, 41.25, 0};
     auto samples = [](double mul, double read) {
         std::vector<SpeedSample> v;
         for (int i = 0; i < 20; ++i) // spread ±1 % around (mul, read)
@@ -251,7 +276,15 @@ TEST_CASE("the host check: this host's probes against the records'") {
     CHECK(fast_memory.in_band < 10);
     CHECK(fast_memory.warnings[0].find("probes read inside the memory gate's band 26.4") !=
           std::string::npos);
-    CHECK(compare_host(then, samples(29.0, 42.5), ReadBand{}).warnings.empty()); // gate off
+    CHECK(compare_host(then, samples(29.0, 42.5), SpeedGate{}).warnings.empty()); // gate off
+
+    // A core 3.5 % slower under the core gate's floor at 0.98 × 29.0: it would starve the run.
+    const HostComparison floored = compare_host(then, samples(28.0, 34.0), {26.4, 41.25, 28.42});
+    REQUIRE(floored.warnings.size() == 2);
+    CHECK(floored.above_floor == 0);
+    CHECK(floored.warnings[1].find("only 0 of 20 probes multiply at or above the core gate's "
+                                   "floor 28.4 GFLOP/s") != std::string::npos);
+    CHECK(compare_host(then, samples(29.2, 34.0), {26.4, 41.25, 28.42}).above_floor == 20);
     CHECK_THROWS_AS(compare_host(then, {}, band), Error);
 }
 
@@ -401,7 +434,9 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
         CHECK(quiet.find("waited_s")->as_double() >= 0);
         CHECK(quiet.find("redone")->as_int64() >= 0);
         CHECK(quiet.find("memory_redone")->as_int64() == 0);
-        CHECK(quiet.find("read_band_gbs")->is_null()); // too few records for a memory gate
+        CHECK(quiet.find("core_redone")->as_int64() == 0);
+        CHECK(quiet.find("read_band_gbs")->is_null()); // too few records for the gates
+        CHECK(quiet.find("mul_floor_gflops")->is_null());
     }
     CHECK(guarded == 2);
 

@@ -742,11 +742,17 @@ inline BuildResult compile_c(const std::string& source, const std::string& stem,
 // ------------------------------------------------------------------------------------------
 // The runner child: `tempo lab run-batch SPEC`
 
-// The memory gate's band of the speed probe's streaming read, GB/s (lo = 0: no gate).
-struct ReadBand {
-    double lo = 0, hi = 0;
-    bool on() const { return lo > 0; }
-    bool holds(double read_gbs) const { return read_gbs >= lo && read_gbs <= hi; }
+// The gates on the speed probe (speed_probe.hpp), each off at 0: the memory gate's band of
+// its streaming read, GB/s, and the core gate's floor on its multiply rate, GFLOP/s.
+struct SpeedGate {
+    double read_lo = 0, read_hi = 0, mul_lo = 0;
+    bool memory_on() const { return read_lo > 0; }
+    bool core_on() const { return mul_lo > 0; }
+    bool on() const { return memory_on() || core_on(); }
+    bool memory_holds(double read_gbs) const {
+        return !memory_on() || (read_gbs >= read_lo && read_gbs <= read_hi);
+    }
+    bool core_holds(double mul_gflops) const { return !core_on() || mul_gflops >= mul_lo; }
 };
 
 struct RunnerSpec {
@@ -763,7 +769,7 @@ struct RunnerSpec {
     std::size_t start = 0;
     double quiet_max_busy = -1; // < 0: no quiet guard
     double quiet_wait_s = 0;
-    ReadBand read_band; // the memory gate (off by default)
+    SpeedGate gate; // the memory and core gates (off by default)
 };
 
 inline json::Value runner_spec_json(const RunnerSpec& s) {
@@ -786,7 +792,8 @@ inline json::Value runner_spec_json(const RunnerSpec& s) {
         {"start", static_cast<std::int64_t>(s.start)},
         {"quiet_max_busy", s.quiet_max_busy},
         {"quiet_wait_s", s.quiet_wait_s},
-        {"read_band_gbs", json::Value::Array{s.read_band.lo, s.read_band.hi}}};
+        {"read_band_gbs", json::Value::Array{s.gate.read_lo, s.gate.read_hi}},
+        {"mul_floor_gflops", s.gate.mul_lo}};
 }
 
 inline RunnerSpec runner_spec_from_json(const json::Value& v) {
@@ -806,7 +813,8 @@ inline RunnerSpec runner_spec_from_json(const json::Value& v) {
     s.quiet_max_busy = v.find("quiet_max_busy")->as_double();
     s.quiet_wait_s = v.find("quiet_wait_s")->as_double();
     const json::Value::Array& band = v.find("read_band_gbs")->as_array();
-    s.read_band = {band.at(0).as_double(), band.at(1).as_double()};
+    s.gate = {band.at(0).as_double(), band.at(1).as_double(),
+              v.find("mul_floor_gflops")->as_double()};
     return s;
 }
 
@@ -826,19 +834,21 @@ inline void emit_event(const json::Value& v) {
 // The memory gate does the same for what /proc/stat cannot see: the state of the host's
 // memory system, which its other tenants load and unload (the speed probe's streaming read
 // ranges from half to 1.6× its median over hours, and memory-bound programs run up to 1.6×
-// slower or faster with it). With `band` on, a try waits for the probe to read within the band,
-// and a try after which it reads outside it is redone.
+// slower or faster with it). With the memory gate on, a try waits for the probe to read within
+// its band, and a try after which it reads outside it is redone. The core gate does the same
+// with the probe's multiply rate and its floor: hosts of one CPU model, and one host over
+// hours, run the core a few percent slower or faster, and every timing with it.
 class QuietGuard {
 public:
     QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s,
                std::function<void()> still_waiting, const SpeedProbe* probe = nullptr,
-               ReadBand band = {})
+               SpeedGate gate = {})
         : cores_(std::move(cores)), max_busy_(max_busy), max_wait_s_(max_wait_s),
           still_waiting_(std::move(still_waiting)), probe_(probe),
-          band_(probe ? band : ReadBand{}) {}
+          gate_(probe ? gate : SpeedGate{}) {}
 
     void wait() {
-        if (max_busy_ < 0 && !band_.on()) {
+        if (max_busy_ < 0 && !gate_.on()) {
             start_ = cpu_jiffies();
             return;
         }
@@ -849,7 +859,7 @@ public:
             ::usleep(100000);
             const double busy = others_busy(a, cpu_jiffies(), cores_); // < 0: no others
             const bool quiet = max_busy_ < 0 || busy <= max_busy_;
-            if ((quiet && memory_in_band()) || now_s() - t0 > max_wait_s_) break;
+            if ((quiet && gate_passes()) || now_s() - t0 > max_wait_s_) break;
             if (now_s() - noted > 5) {
                 still_waiting_();
                 noted = now_s();
@@ -861,25 +871,36 @@ public:
     bool disturbed() {
         last_busy_ = others_busy(start_, cpu_jiffies(), cores_);
         const bool busy = max_busy_ >= 0 && last_busy_ > max_busy_;
-        const bool off_band = !memory_in_band();
-        memory_redone_ += off_band;
-        return busy || off_band;
+        const auto [memory_ok, core_ok] = gate_holds();
+        memory_redone_ += !memory_ok;
+        core_redone_ += !core_ok;
+        return busy || !memory_ok || !core_ok;
     }
     double last_busy() const { return last_busy_; }
     double waited_s() const { return waited_s_; }
     int memory_redone() const { return memory_redone_; } // tries the memory gate saw disturbed
+    int core_redone() const { return core_redone_; }     // tries the core gate saw disturbed
 
 private:
-    bool memory_in_band() const { return !band_.on() || band_.holds(probe_->sample().read_gbs); }
+    // One probe (only when a gate is on): {the memory gate holds, the core gate holds}.
+    std::pair<bool, bool> gate_holds() const {
+        if (!gate_.on()) return {true, true};
+        const SpeedSample s = probe_->sample();
+        return {gate_.memory_holds(s.read_gbs), gate_.core_holds(s.mul_gflops)};
+    }
+    bool gate_passes() const {
+        const auto [memory_ok, core_ok] = gate_holds();
+        return memory_ok && core_ok;
+    }
 
     std::vector<int> cores_;
     double max_busy_, max_wait_s_;
     std::function<void()> still_waiting_;
     const SpeedProbe* probe_;
-    ReadBand band_;
+    SpeedGate gate_;
     std::vector<std::pair<double, double>> start_;
     double last_busy_ = -1, waited_s_ = 0;
-    int memory_redone_ = 0;
+    int memory_redone_ = 0, core_redone_ = 0;
 };
 
 // Runs in the child: check, then time, each program from spec.start on; one JSON line per event.
@@ -965,13 +986,14 @@ inline int run_batch_main(const std::string& spec_path) {
             [&] {
                 emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}});
             },
-            &probe, spec.read_band);
+            &probe, spec.gate);
         const TimingResult r =
             time_program([&] { f(args.data()); }, flush, clock, spec.flops, spec.budget_s, guard);
         const SpeedSample speed = probe.sample();
         timed.push_back({"others_busy", guard.last_busy()});
         timed.push_back({"waited_s", guard.waited_s()});
         timed.push_back({"memory_redone", guard.memory_redone()});
+        timed.push_back({"core_redone", guard.core_redone()});
         timed.push_back({"probe", json::Value::Object{{"mul_gflops", speed.mul_gflops},
                                                       {"read_gbs", speed.read_gbs}}});
         json::Value::Array costs;
@@ -988,7 +1010,7 @@ inline int run_batch_main(const std::string& spec_path) {
 struct ProgramResult {
     enum class Kind { None, Timed, CheckFailed, Timeout, Crash, Build, Error } kind = Kind::None;
     std::vector<double> costs;
-    int tries = 0, redone = 0, memory_redone = 0;
+    int tries = 0, redone = 0, memory_redone = 0, core_redone = 0;
     bool passed = false;
     double max_abs_error = 0, call_s = 0, others_busy = -1, waited_s = 0;
     SpeedSample probe; // the core's speed just after the timing (zeros: not taken)
@@ -1041,6 +1063,7 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
         int pipefd[2];
         if (pipe(pipefd) != 0) throw Error("run_batch", "pipe failed");
         const std::string threads_s = std::to_string(threads);
+        std::fflush(nullptr); // else the child's first flush repeats what stdio still holds
         const pid_t pid = fork();
         if (pid < 0) throw Error("run_batch", "fork failed");
         if (pid == 0) {
@@ -1109,8 +1132,8 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                             spec.start = i + 1;
                         }
                         // Worst case of the timing: 4 tries within the budget each, plus flushes
-                        // (and as many redone tries when the quiet guard or memory gate is on).
-                        const bool guarded = spec.quiet_max_busy >= 0 || spec.read_band.on();
+                        // (and as many redone tries when the quiet guard or a speed gate is on).
+                        const bool guarded = spec.quiet_max_busy >= 0 || spec.gate.on();
                         deadline = now_s() + (guarded ? 14 : 6) * spec.budget_s + 30;
                     } else if (e == "waiting") { // the quiet guard waits: not a hang
                         deadline = std::max(deadline, now_s() + 14 * spec.budget_s + 30);
@@ -1131,6 +1154,7 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         cur.redone = static_cast<int>(ev.find("redone")->as_int64());
                         cur.waited_s = ev.find("waited_s")->as_double();
                         cur.memory_redone = static_cast<int>(ev.find("memory_redone")->as_int64());
+                        cur.core_redone = static_cast<int>(ev.find("core_redone")->as_int64());
                         const json::Value& probe = *ev.find("probe");
                         cur.probe = {probe.find("mul_gflops")->as_double(),
                                      probe.find("read_gbs")->as_double()};

@@ -20,7 +20,8 @@ inline constexpr const char* kDataUsage =
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
     "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
-    "          [--memory-band F|off] [--retime-before UTC-TIME] [--programs-from ID]\n"
+    "          [--memory-band F|off] [--core-floor F|off] [--retime-before UTC-TIME]\n"
+    "          [--programs-from ID]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
@@ -49,6 +50,9 @@ inline constexpr const char* kDataUsage =
     "             streaming read is within F … 1/F × its median over the target's records\n"
     "             (default 0.8; needs 100 such records): wait for it, redo a try it leaves\n"
     "             the band during; off: never wait\n"
+    "  --core-floor F: core gate (measure, remeasure): the same for the probe's multiply\n"
+    "             rate, which must be ≥ F × its median over the target's records (default\n"
+    "             0.98)\n"
     "  measure and remeasure first compare a few speed probes with the target's records and\n"
     "  warn when this host's core or memory differs from the one they were timed on\n";
 
@@ -69,6 +73,7 @@ struct DataOptions {
     double limit_s = 0, run_timeout = 5, build_timeout = 15, rotate_s = 600;
     double quiet = 0.1, quiet_wait_s = 900, max_busy = -1; // quiet < 0: off; max_busy < 0: any
     double memory_band = 0.8; // memory gate: F … 1/F × the target's median probe read; < 0: off
+    double core_floor = 0.98; // core gate: ≥ F × the target's median probe multiply; < 0: off
     std::size_t rotate_records = 1000;
     bool with_latency = false, pipeline = false;
     std::vector<std::string> positional;
@@ -146,11 +151,12 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
         else if (a == "--quiet") {
             const std::string& v = value();
             o.quiet = v == "off" ? -1 : std::stod(v);
-        } else if (a == "--memory-band") {
+        } else if (a == "--memory-band" || a == "--core-floor") {
             const std::string& v = value();
-            o.memory_band = v == "off" ? -1 : std::stod(v);
-            if (o.memory_band != -1 && !(o.memory_band > 0 && o.memory_band <= 1))
-                throw Error("tempo lab " + o.command + " --memory-band",
+            double& f = a == "--memory-band" ? o.memory_band : o.core_floor;
+            f = v == "off" ? -1 : std::stod(v);
+            if (f != -1 && !(f > 0 && f <= 1))
+                throw Error("tempo lab " + o.command + " " + a,
                             "expected a fraction in (0, 1] or off, got '" + v + "'");
         } else if (a == "--quiet-wait")
             o.quiet_wait_s = std::stod(value());
@@ -181,19 +187,24 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
     return o;
 }
 
-// The quiet guard's part of a record's run object: its settings (the memory gate's band,
-// null when off), how long it waited, how many tries it had redone and how many of those
-// for the memory gate.
-inline json::Value quiet_json(const DataOptions& o, ReadBand band, const ProgramResult& r) {
-    const json::Value gate =
-        band.on() ? json::Value(json::Value::Array{band.lo, band.hi}) : json::Value();
-    if (o.quiet < 0 && !band.on())
-        return json::Value::Object{{"max_busy", nullptr}, {"read_band_gbs", nullptr}};
+// The quiet guard's part of a record's run object: its settings (the memory gate's band and
+// the core gate's floor, null when off), how long it waited, how many tries it had redone and
+// how many of those for each gate.
+inline json::Value quiet_json(const DataOptions& o, SpeedGate gate, const ProgramResult& r) {
+    const json::Value band = gate.memory_on()
+                                 ? json::Value(json::Value::Array{gate.read_lo, gate.read_hi})
+                                 : json::Value();
+    const json::Value floor = gate.core_on() ? json::Value(gate.mul_lo) : json::Value();
+    if (o.quiet < 0 && !gate.on())
+        return json::Value::Object{
+            {"max_busy", nullptr}, {"read_band_gbs", nullptr}, {"mul_floor_gflops", nullptr}};
     return json::Value::Object{{"max_busy", o.quiet < 0 ? json::Value() : json::Value(o.quiet)},
-                               {"read_band_gbs", gate},
+                               {"read_band_gbs", band},
+                               {"mul_floor_gflops", floor},
                                {"waited_s", r.waited_s},
                                {"redone", r.redone},
-                               {"memory_redone", r.memory_redone}};
+                               {"memory_redone", r.memory_redone},
+                               {"core_redone", r.core_redone}};
 }
 
 // The speed probe taken with a timing (speed_probe.hpp), as records and remeasure store it.
@@ -231,25 +242,38 @@ inline RecordsProbe records_probe(const std::string& dir) {
     return {quantile(muls, 0.5), quantile(reads, 0.5), muls.size()};
 }
 
-// The memory gate's band for a target: --memory-band F … 1/F × the median streaming read of
-// the speed probe over its records (the memory state its data was taken in), so that new
-// timings are taken in that state too. Off with --memory-band off or fewer than 100 probed
-// records.
-inline ReadBand memory_band(const DataOptions& o, const RecordsProbe& then,
+// The speed gates for a target, from the speed probe over its records (the host state its
+// data was taken in), so that new timings are taken in that state too: the memory gate's band
+// --memory-band F … 1/F × their median streaming read, the core gate's floor --core-floor F ×
+// their median multiply rate. Each is off with `off`, both with fewer than 100 probed records.
+inline SpeedGate speed_gate(const DataOptions& o, const RecordsProbe& then,
                             const std::string& dir) {
-    if (o.memory_band < 0) return {};
+    if (o.memory_band < 0 && o.core_floor < 0) return {};
     if (then.n < RecordsProbe::kEnough) {
         std::fprintf(stderr,
-                     "memory gate: off (%zu records with a speed probe in %s, %zu needed)\n",
+                     "memory and core gates: off (%zu records with a speed probe in %s, %zu "
+                     "needed)\n",
                      then.n, dir.c_str(), RecordsProbe::kEnough);
         return {};
     }
-    const ReadBand band{o.memory_band * then.read_gbs, then.read_gbs / o.memory_band};
-    std::fprintf(stderr,
-                 "memory gate: time while the probe reads %.1f … %.1f GB/s (%.2f … %.2f × the "
-                 "median %.1f of %zu records)\n",
-                 band.lo, band.hi, o.memory_band, 1 / o.memory_band, then.read_gbs, then.n);
-    return band;
+    SpeedGate gate;
+    if (o.memory_band >= 0) {
+        gate.read_lo = o.memory_band * then.read_gbs;
+        gate.read_hi = then.read_gbs / o.memory_band;
+        std::fprintf(stderr,
+                     "memory gate: time while the probe reads %.1f … %.1f GB/s (%.2f … %.2f × "
+                     "the median %.1f of %zu records)\n",
+                     gate.read_lo, gate.read_hi, o.memory_band, 1 / o.memory_band, then.read_gbs,
+                     then.n);
+    }
+    if (o.core_floor >= 0) {
+        gate.mul_lo = o.core_floor * then.mul_gflops;
+        std::fprintf(stderr,
+                     "core gate: time while the probe multiplies at ≥ %.1f GFLOP/s (%.2f × the "
+                     "median %.1f of %zu records)\n",
+                     gate.mul_lo, o.core_floor, then.mul_gflops, then.n);
+    }
+    return gate;
 }
 
 // How this host compares with the one a target's records were timed on. Hosts of one CPU model
@@ -259,19 +283,21 @@ inline ReadBand memory_band(const DataOptions& o, const RecordsProbe& then,
 struct HostComparison {
     double mul_gflops = 0, read_gbs = 0;  // medians of this host's probes
     double mul_ratio = 0, read_ratio = 0; // now / the records'
-    int in_band = 0, samples = 0;         // probes inside the memory gate's band
+    int in_band = 0, above_floor = 0;     // probes the memory gate / core gate would pass
+    int samples = 0;
     std::vector<std::string> warnings;
 };
 
 inline HostComparison compare_host(const RecordsProbe& then, const std::vector<SpeedSample>& now,
-                                   ReadBand band, double mul_tolerance = 0.02) {
+                                   SpeedGate gate, double mul_tolerance = 0.02) {
     if (now.empty()) throw Error("compare_host", "no probe samples");
     HostComparison c;
     std::vector<double> muls, reads;
     for (const SpeedSample& s : now) {
         muls.push_back(s.mul_gflops);
         reads.push_back(s.read_gbs);
-        c.in_band += !band.on() || band.holds(s.read_gbs);
+        c.in_band += gate.memory_holds(s.read_gbs);
+        c.above_floor += gate.core_holds(s.mul_gflops);
     }
     c.samples = static_cast<int>(now.size());
     c.mul_gflops = quantile(muls, 0.5);
@@ -293,14 +319,24 @@ inline HostComparison compare_host(const RecordsProbe& then, const std::vector<S
                       "only %d of %d probes read inside the memory gate's band %.1f … %.1f GB/s "
                       "(this host: median %.1f): the gate will hold most tries back; the records "
                       "were timed on a host whose memory reads differently",
-                      c.in_band, c.samples, band.lo, band.hi, c.read_gbs);
+                      c.in_band, c.samples, gate.read_lo, gate.read_hi, c.read_gbs);
+        c.warnings.emplace_back(buf);
+    }
+    if (2 * c.above_floor < c.samples) {
+        std::snprintf(buf, sizeof buf,
+                      "only %d of %d probes multiply at or above the core gate's floor %.1f "
+                      "GFLOP/s: the gate will hold most tries back (--core-floor lowers it, and "
+                      "with it how well new timings agree with the records)",
+                      c.above_floor, c.samples, gate.mul_lo);
         c.warnings.emplace_back(buf);
     }
     return c;
 }
 
-// `n` speed probes on the measuring cores, 50 ms apart; the calling thread's CPUs restored.
-inline std::vector<SpeedSample> probe_host(const std::vector<int>& cores, int n = 20) {
+// `n` speed probes on the measuring cores, 200 ms apart: spread over seconds, so that a
+// moment's disturbance (seen right after a build) does not decide the comparison. The calling
+// thread's CPUs are restored.
+inline std::vector<SpeedSample> probe_host(const std::vector<int>& cores, int n = 25) {
     cpu_set_t before;
     if (sched_getaffinity(0, sizeof before, &before) != 0)
         throw Error("sched_getaffinity", "cannot read this process's CPUs");
@@ -309,31 +345,34 @@ inline std::vector<SpeedSample> probe_host(const std::vector<int>& cores, int n 
     std::vector<SpeedSample> samples;
     for (int i = 0; i < n; ++i) {
         samples.push_back(probe.sample());
-        ::usleep(50000);
+        ::usleep(200000);
     }
     if (sched_setaffinity(0, sizeof before, &before) != 0)
         throw Error("sched_setaffinity", "cannot restore this process's CPUs");
     return samples;
 }
 
-// The memory gate's band, after comparing this host with the records' (printed, with warnings).
-inline ReadBand check_host(const DataOptions& o, const std::string& dir,
-                           const std::vector<int>& cores) {
+// The speed gates, after comparing this host with the records' (printed, with warnings).
+inline SpeedGate check_host(const DataOptions& o, const std::string& dir,
+                            const std::vector<int>& cores) {
     const RecordsProbe then = records_probe(dir);
-    const ReadBand band = memory_band(o, then, dir);
-    if (then.n < RecordsProbe::kEnough) return band;
-    const HostComparison c = compare_host(then, probe_host(cores), band);
+    const SpeedGate gate = speed_gate(o, then, dir);
+    if (then.n < RecordsProbe::kEnough) return gate;
+    const HostComparison c = compare_host(then, probe_host(cores), gate);
     std::fprintf(stderr,
                  "host check: multiply %.1f GFLOP/s (%.3f × the records' %.1f), read %.1f GB/s "
                  "(%.3f × their %.1f)",
                  c.mul_gflops, c.mul_ratio, then.mul_gflops, c.read_gbs, c.read_ratio,
                  then.read_gbs);
-    if (band.on())
+    if (gate.memory_on())
         std::fprintf(stderr, "; %d of %d probes inside the memory gate's band", c.in_band,
+                     c.samples);
+    if (gate.core_on())
+        std::fprintf(stderr, "; %d of %d at or above the core gate's floor", c.above_floor,
                      c.samples);
     std::fprintf(stderr, "\n");
     for (const std::string& w : c.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    return band;
+    return gate;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -489,7 +528,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
     }
     const std::string dir = o.data + "/" + target.id;
     fs::create_directories(dir);
-    const ReadBand read_band = check_host(o, dir, cores);
+    const SpeedGate gate = check_host(o, dir, cores);
     const std::string scratch = o.scratch + "/" + target.id + "-s" + std::to_string(o.shard) +
                                 "of" + std::to_string(o.shards) + "-" + std::to_string(getpid());
     fs::create_directories(scratch);
@@ -717,7 +756,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            spec.read_band = read_band;
+            spec.gate = gate;
             run_batch(
                 spec, b.files.back().substr(0, b.files.back().size() - 10), target.threads,
                 [&](std::size_t k, const ProgramResult& r) {
@@ -755,7 +794,7 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                                 {"cpu", cpu_identity(here.vendor, here.family, here.model)},
                                 {"first_call_s", r.call_s},
                                 {"others_busy", r.others_busy},
-                                {"quiet", quiet_json(o, read_band, r)},
+                                {"quiet", quiet_json(o, gate, r)},
                                 {"probe", probe_json(r.probe)},
                                 {"nice", -20},
                                 {"pipelined_build", pipeline},
@@ -944,7 +983,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
     const std::vector<int> spare = spare_cores(cores, cpus);
     if (!spare.empty()) pin_to_cores(spare);
     const std::string dir = o.data + "/" + target.id;
-    const ReadBand read_band = check_host(o, dir, cores);
+    const SpeedGate gate = check_host(o, dir, cores);
     std::vector<json::Value> records;
     std::size_t busier = 0, older = 0;
     for_each_latest_record(dir, [&](const json::Value& r) {
@@ -1034,7 +1073,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
             spec.cores = cores;
             spec.quiet_max_busy = o.quiet;
             spec.quiet_wait_s = o.quiet_wait_s;
-            spec.read_band = read_band;
+            spec.gate = gate;
             run_batch(spec, scratch + "/r" + std::to_string(seen), target.threads,
                       [&](std::size_t k, const ProgramResult& r) {
                           if (r.kind != ProgramResult::Kind::Timed) {
@@ -1071,7 +1110,7 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                                                      {"min", st.min},
                                                                      {"std", st.std}}},
                                          {"others_busy", r.others_busy},
-                                         {"quiet", quiet_json(o, read_band, r)},
+                                         {"quiet", quiet_json(o, gate, r)},
                                          {"probe",
                                           json::Value::Object{{"old", then ? *then : json::Value()},
                                                               {"new", probe_json(r.probe)}}}})
