@@ -50,9 +50,9 @@ inline constexpr const char* kDataUsage =
     "             streaming read is within F … 1/F × its median over the target's records\n"
     "             (default 0.8; needs 100 such records): wait for it, redo a try it leaves\n"
     "             the band during; off: never wait\n"
-    "  --core-floor F: core gate (measure, remeasure): the same for the probe's multiply\n"
-    "             rate, which must be ≥ F × its median over the target's records (default\n"
-    "             0.98)\n"
+    "  --core-floor F: core gate (measure, remeasure): wait before each try until the\n"
+    "             probe's multiply rate is ≥ F × its median over the target's records\n"
+    "             (default 0.98); off: never wait\n"
     "  measure and remeasure first compare a few speed probes with the target's records and\n"
     "  warn when this host's core or memory differs from the one they were timed on\n";
 
@@ -189,7 +189,7 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
 
 // The quiet guard's part of a record's run object: its settings (the memory gate's band and
 // the core gate's floor, null when off), how long it waited, how many tries it had redone and
-// how many of those for each gate.
+// how many of those for the memory gate.
 inline json::Value quiet_json(const DataOptions& o, SpeedGate gate, const ProgramResult& r) {
     const json::Value band = gate.memory_on()
                                  ? json::Value(json::Value::Array{gate.read_lo, gate.read_hi})
@@ -203,8 +203,7 @@ inline json::Value quiet_json(const DataOptions& o, SpeedGate gate, const Progra
                                {"mul_floor_gflops", floor},
                                {"waited_s", r.waited_s},
                                {"redone", r.redone},
-                               {"memory_redone", r.memory_redone},
-                               {"core_redone", r.core_redone}};
+                               {"memory_redone", r.memory_redone}};
 }
 
 // The speed probe taken with a timing (speed_probe.hpp), as records and remeasure store it.
