@@ -838,8 +838,9 @@ inline void emit_event(const json::Value& v) {
 // its band, and a try after which it reads outside it is redone. The core gate makes a try wait
 // for the probe's multiply rate to reach its floor: hosts of one CPU model, and one host over
 // minutes, run the core a few percent slower or faster, and every timing with it. It does not
-// judge a try afterwards: right after a long AVX-512 program the probe reads the core's own
-// heat (1–4 GFLOP/s lower), and redoing such tries only slowed long programs down.
+// judge a try afterwards: right after a long AVX-512 program the probe reads 1–4 GFLOP/s lower
+// (the core's clock after the load, it seems), and redoing such tries only slowed long
+// programs down.
 class QuietGuard {
 public:
     QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s,
