@@ -303,32 +303,28 @@ inline HostComparison compare_host(const RecordsProbe& then, const std::vector<S
     c.read_gbs = quantile(reads, 0.5);
     c.mul_ratio = c.mul_gflops / then.mul_gflops;
     c.read_ratio = c.read_gbs / then.read_gbs;
-    char buf[400];
+    auto warn = [&c](const char* format, auto... values) {
+        char buf[400];
+        std::snprintf(buf, sizeof buf, format, values...);
+        c.warnings.emplace_back(buf);
+    };
     if (std::abs(c.mul_ratio - 1) > mul_tolerance) {
         const char* way = c.mul_ratio < 1 ? "slower" : "faster";
-        std::snprintf(buf, sizeof buf,
-                      "this core's multiply probe reads %.1f GFLOP/s, %.1f %% %s than the %.1f of "
-                      "the target's records: new timings will be about that much %s than theirs "
-                      "(`tempo lab remeasure` shows how far they agree)",
-                      c.mul_gflops, 100 * std::abs(c.mul_ratio - 1), way, then.mul_gflops, way);
-        c.warnings.emplace_back(buf);
+        warn("this core's multiply probe reads %.1f GFLOP/s, %.1f %% %s than the %.1f of the "
+             "target's records: new timings will be about that much %s than theirs (`tempo lab "
+             "remeasure` shows how far they agree)",
+             c.mul_gflops, 100 * std::abs(c.mul_ratio - 1), way, then.mul_gflops, way);
     }
-    if (2 * c.in_band < c.samples) {
-        std::snprintf(buf, sizeof buf,
-                      "only %d of %d probes read inside the memory gate's band %.1f … %.1f GB/s "
-                      "(this host: median %.1f): the gate will hold most tries back; the records "
-                      "were timed on a host whose memory reads differently",
-                      c.in_band, c.samples, gate.read_lo, gate.read_hi, c.read_gbs);
-        c.warnings.emplace_back(buf);
-    }
-    if (2 * c.above_floor < c.samples) {
-        std::snprintf(buf, sizeof buf,
-                      "only %d of %d probes multiply at or above the core gate's floor %.1f "
-                      "GFLOP/s: the gate will hold most tries back (--core-floor lowers it, and "
-                      "with it how well new timings agree with the records)",
-                      c.above_floor, c.samples, gate.mul_lo);
-        c.warnings.emplace_back(buf);
-    }
+    if (2 * c.in_band < c.samples)
+        warn("only %d of %d probes read inside the memory gate's band %.1f … %.1f GB/s (this "
+             "host: median %.1f): the gate will hold most tries back; the records were timed on "
+             "a host whose memory reads differently",
+             c.in_band, c.samples, gate.read_lo, gate.read_hi, c.read_gbs);
+    if (2 * c.above_floor < c.samples)
+        warn("only %d of %d probes multiply at or above the core gate's floor %.1f GFLOP/s: the "
+             "gate will hold most tries back (--core-floor lowers it, and with it how well new "
+             "timings agree with the records)",
+             c.above_floor, c.samples, gate.mul_lo);
     return c;
 }
 
