@@ -92,19 +92,20 @@ class Schedule:
 
 def fit_schedule(cfg: TrainConfig, n_train: int) -> Schedule:
     """CDMPP's batch (600), LR half-cycle (2000 batches) and patience (epochs) were tuned on
-    Tenset, hundreds of batches per epoch. On a small training set they would leave a few
-    batches per epoch, so early stopping ends the run while CyclicLR is still near its floor.
+    Tenset, hundreds of batches per epoch. With tens of batches per epoch a half-cycle spans
+    dozens of epochs, and early stopping ends the run while CyclicLR is still near its floor.
     With min_steps_per_epoch > 0 the schedule scales to the data: the batch shrinks (not
-    below 32) to give that many batches per epoch, the half-cycle is at most 8 epochs, and
-    patience covers at least two full cycles. Large data keeps the configured values."""
+    below 32) to give at least that many batches per epoch, the half-cycle is at most 8
+    epochs, and patience covers at least two full cycles. Tenset-sized data keeps the
+    configured values."""
     bs = max(2, int(cfg.batch_size))
     half, patience = max(1, int(cfg.clr_step_size_up)), int(cfg.patience)
-    small = cfg.min_steps_per_epoch > 0 and n_train < bs * cfg.min_steps_per_epoch
-    if small:
+    scaled = cfg.min_steps_per_epoch > 0
+    if scaled and n_train < bs * cfg.min_steps_per_epoch:
         bs = max(min(bs, 32), n_train // cfg.min_steps_per_epoch)
     # a last batch of one row is dropped (BatchNorm needs two)
     steps = max(1, -(-n_train // bs) - (1 if n_train % bs == 1 else 0))
-    if small:
+    if scaled:
         half = min(half, 8 * steps)
         patience = max(patience, -(-4 * half // steps))
     return Schedule(bs, steps, half, patience)

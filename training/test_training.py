@@ -133,8 +133,13 @@ class TrainingSchedule(unittest.TestCase):
         self.assertEqual(small.patience, 32)        # two full cycles of 16 epochs
         tiny = C.fit_schedule(cfg, 100)             # the batch stops shrinking at 32
         self.assertEqual((tiny.batch_size, tiny.steps_per_epoch), (32, 4))
-        big = C.fit_schedule(cfg, 600 * 400 + 1)    # Tenset-sized: the tuned values; the
-        self.assertEqual((big.batch_size, big.steps_per_epoch), (600, 400))  # 1-row tail dropped
+        # past 16 batches of 600 the batch stays, but a 2000-batch half-cycle would span 110
+        # epochs: it is capped at 8 epochs, patience at two full cycles
+        mid = C.fit_schedule(cfg, 10879)
+        self.assertEqual((mid.batch_size, mid.steps_per_epoch), (600, 19))
+        self.assertEqual((mid.clr_step_size_up, mid.patience), (8 * 19, 32))
+        big = C.fit_schedule(cfg, 600 * 1000 + 1)   # Tenset-sized: the tuned values; the
+        self.assertEqual((big.batch_size, big.steps_per_epoch), (600, 1000))  # 1-row tail dropped
         self.assertEqual((big.clr_step_size_up, big.patience), (2000, 10))
         off = C.fit_schedule(C.TrainConfig(min_steps_per_epoch=0), 1640)
         self.assertEqual((off.batch_size, off.steps_per_epoch, off.clr_step_size_up,
