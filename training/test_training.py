@@ -133,7 +133,7 @@ class TrainingSchedule(unittest.TestCase):
         self.assertEqual(small.patience, 32)        # two full cycles of 16 epochs
         tiny = C.fit_schedule(cfg, 100)             # the batch stops shrinking at 32
         self.assertEqual((tiny.batch_size, tiny.steps_per_epoch), (32, 4))
-        # past 16 batches of 600 the batch stays, but a 2000-batch half-cycle would span 110
+        # past 16 batches of 600 the batch stays, but a 2000-batch half-cycle would span 105
         # epochs: it is capped at 8 epochs, patience at two full cycles
         mid = C.fit_schedule(cfg, 10879)
         self.assertEqual((mid.batch_size, mid.steps_per_epoch), (600, 19))
