@@ -61,6 +61,7 @@ class CdmppConfig:
     device_dims: List[int] = field(default_factory=lambda: [128, 128, 128, 69])
     decoder_dims: List[int] = field(default_factory=lambda: [930, 930, 930])
     bn_eps: float = 1e-5
+    pe_scale: float = 1.0           # tree PE amplitude added to the [0, 1] features (paper: 1)
 
     # -- derived -----------------------------------------------------------------------
     @property
@@ -98,6 +99,9 @@ class CdmppConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
                 raise ConfigError(f"config.{name} must be a positive number, got {v!r}")
+        if (not isinstance(self.pe_scale, (int, float)) or isinstance(self.pe_scale, bool)
+                or not math.isfinite(self.pe_scale) or self.pe_scale < 0):
+            raise ConfigError(f"config.pe_scale must be a finite number >= 0, got {self.pe_scale!r}")
         if not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
             raise ConfigError(f"config.dropout must be in [0, 1), got {self.dropout!r}")
         lists = [("embed_dims", 1), ("decoder_dims", 0)] + ([("device_dims", 1)] if self.device else [])
@@ -137,11 +141,14 @@ def paper_config(**overrides) -> CdmppConfig:
 
 
 def compact_config(**overrides) -> CdmppConfig:
-    """tempo's fast config: d=64 after a 164->64 projection, 2 layers, masked mean over <=16."""
+    """tempo's fast config: d=64 after a 164->64 projection, 2 layers, masked sum over <=16
+    leaves, no tree PE (on tempo's cross-model split both beat CDMPP's mean-with-PE: a
+    program's time is closer to a sum over its stores, and the PE, added at full amplitude
+    to [0, 1] features, blurs them; training/README.md has the numbers)."""
     cfg = CdmppConfig(feature_dim=164, d_model=64, heads=4, ffn_dim=128, layers=2,
-                      activation="relu", norm_first=False, pooling="mean", max_leaves=16,
+                      activation="relu", norm_first=False, pooling="sum", max_leaves=16,
                       embed_dims=[128, 64], device=False, device_dims=[64, 64],
-                      decoder_dims=[64])
+                      decoder_dims=[64], pe_scale=0.0)
     return dataclasses.replace(cfg, **overrides).validate()
 
 
@@ -420,12 +427,13 @@ def validate_ast(ast: dict, feature_dim: int, max_leaves: int, exact: bool = Fal
         raise ValueError(f"{pre}field 'device': needs {DEVICE_FEATURES} finite numbers")
 
 
-def preprocess_ast(ast: dict, norm_min, norm_max) -> np.ndarray:
-    """One program's (n_leaf, F) encoder input in float64: min-max normalise, add tree PE."""
+def preprocess_ast(ast: dict, norm_min, norm_max, pe_scale: float = 1.0) -> np.ndarray:
+    """One program's (n_leaf, F) encoder input in float64: min-max normalise, add
+    pe_scale × tree PE."""
     x = normalise(ast["features"], norm_min, norm_max)
     d = x.shape[1]
     pe = np.stack([positional_encoding(p, d) for p in leaf_positions(ast["tree"], ast["leaf_ids"])])
-    return x + pe
+    return x + pe_scale * pe
 
 
 def preprocess(asts: Sequence[dict], norm_min, norm_max, config: CdmppConfig,
@@ -442,7 +450,7 @@ def preprocess(asts: Sequence[dict], norm_min, norm_max, config: CdmppConfig,
     for b, ast in enumerate(asts):
         if validate:
             validate_ast(ast, F, L, exact=(c.pooling == "flatten"), where=f"program {b}")
-        rows = preprocess_ast(ast, norm_min, norm_max)
+        rows = preprocess_ast(ast, norm_min, norm_max, c.pe_scale)
         x[b, :len(rows)] = rows
         mask[b, :len(rows)] = True
         if c.device:

@@ -58,10 +58,12 @@ def _specs():
         "flatten5_device": (103, ct.paper_config(
             dropout=0.0, d_model=40, heads=4, ffn_dim=48, layers=2, embed_dims=[48, 32, 24],
             device_dims=[16, 24], decoder_dims=[24, 24]), T("boxcox", 0.0, -7.5, 1.8), True),
-        # d=100 with 5 heads after a 164->100 projection, masked mean, device branch
+        # d=100 with 5 heads after a 164->100 projection, masked mean, device branch, PE at
+        # half amplitude
         "d100_h5_mean_device": (104, ct.compact_config(
             dropout=0.0, d_model=100, heads=5, ffn_dim=32, layers=1, max_leaves=8,
-            embed_dims=[48, 24], device=True, device_dims=[24, 24], decoder_dims=[24]),
+            embed_dims=[48, 24], device=True, device_dims=[24, 24], decoder_dims=[24],
+            pe_scale=0.5),
             T("boxcox", 0.1, -5.0, 0.9), True),
         # pre-norm + GELU + final LayerNorm, masked sum, no device, log transform
         "prenorm_gelu_sum": (105, ct.compact_config(
@@ -74,11 +76,11 @@ def _specs():
             max_leaves=6, embed_dims=[24, 16], device=True, device_dims=[16, 16],
             decoder_dims=[16]), T("none", 0.0, 2e-3, 2e-4), True),
         # feature width 24 (no projection), 1 GELU post-norm layer, flatten over 2 leaves,
-        # single-layer embedding (no activation) and no decoder hidden layer
+        # single-layer embedding (no activation), no decoder hidden layer, PE at 1/4
         "tiny_f24_flatten2": (107, ct.CdmppConfig(
             feature_dim=24, d_model=24, heads=3, ffn_dim=32, layers=1, activation="gelu",
             dropout=0.0, pooling="flatten", max_leaves=2, embed_dims=[16], device=False,
-            decoder_dims=[]).validate(), T("boxcox", -0.2, -12.0, 2.5), True),
+            decoder_dims=[], pe_scale=0.25).validate(), T("boxcox", -0.2, -12.0, 2.5), True),
     }
 
 

@@ -41,7 +41,7 @@ class ReferenceEngine:
         x = (x - lo) / (hi - lo + 1e-6)
         F = x.shape[1]
         for r, p in enumerate(leaf_positions(ast["tree"], ast["leaf_ids"])):
-            x[r] += positional_encoding(p, F)
+            x[r] += self.cfg.get("pe_scale", 1.0) * positional_encoding(p, F)
         return x
 
     # step 3-7 ----------------------------------------------------------------------------

@@ -88,6 +88,8 @@ class PositionalEncoding(unittest.TestCase):
         x = ct.preprocess_ast(ast, [0, 0, 0, 0], [4, 4, 4, 4])
         np.testing.assert_allclose(x[0], 2 / (4 + 1e-6) + ct.positional_encoding(3, 4))
         np.testing.assert_allclose(x[1], 4 / (4 + 1e-6) + ct.positional_encoding(7, 4))
+        half = ct.preprocess_ast(ast, [0, 0, 0, 0], [4, 4, 4, 4], pe_scale=0.5)
+        np.testing.assert_allclose(half[1], 4 / (4 + 1e-6) + 0.5 * ct.positional_encoding(7, 4))
 
     def test_validate_ast(self):
         good = {"features": [[0.0] * 4], "leaf_ids": [2], "tree": [0, 1, 2, -1, -1, -1]}
@@ -110,7 +112,7 @@ class Config(unittest.TestCase):
         self.assertTrue(13.5e6 < n < 14.1e6, n)   # the paper's "about 13.8M"
         compact = ct.compact_config()
         self.assertTrue(compact.input_projection)
-        self.assertEqual(compact.pooling, "mean")
+        self.assertEqual((compact.pooling, compact.pe_scale), ("sum", 0.0))
         self.assertEqual(ct.CdmppConfig.from_dict(json.loads(compact.to_json())), compact)
 
     def test_invalid_configs_are_named(self):
@@ -124,6 +126,9 @@ class Config(unittest.TestCase):
             ct.compact_config(device=True, device_dims=[8, 7])
         with self.assertRaisesRegex(ct.ConfigError, "unknown keys"):
             ct.CdmppConfig.from_dict({"d_modle": 3})
+        for bad in (-0.5, float("nan"), "1"):
+            with self.assertRaisesRegex(ct.ConfigError, "pe_scale"):
+                ct.compact_config(pe_scale=bad)
 
 
 class OutputTransform(unittest.TestCase):

@@ -155,7 +155,7 @@ TEST_CASE("leaves past the positional-encoding table: predict agrees with the de
         std::vector<float> x(L * F), pe(F);
         for (std::size_t r = 0; r < L; ++r) {
             const std::size_t pos = r == 0 ? 1 : 2 * std::size_t(ast.leaf_ids[r]) - 1;
-            detail::positional_encoding(pos, F, pe.data());
+            detail::positional_encoding(pos, F, c.pe_scale, pe.data());
             for (std::size_t i = 0; i < F; ++i)
                 x[r * F + i] =
                     (ast.leaf(r)[i] - mn[i]) * float(1.0 / (double(mx[i]) - double(mn[i]) + 1e-6)) +

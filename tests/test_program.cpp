@@ -150,4 +150,7 @@ TEST_CASE("a model file that does not match its config is refused naming the ten
     CHECK_THROWS_WITH_AS(CdmppModel(edited("\\\"heads\\\": 3", "\\\"heads\\\": 5")),
                          "m.safetensors: tempo.config.heads: 5 heads do not divide d_model 24",
                          Error);
+    CHECK_THROWS_WITH_AS(CdmppModel(edited("\\\"pe_scale\\\": 0.25", "\\\"pe_scale\\\": -1.0")),
+                         "m.safetensors: tempo.config.pe_scale: must be a finite number >= 0",
+                         Error);
 }

@@ -186,15 +186,20 @@ def _hms(s: float) -> str:
 # --------------------------------------------------------------------------------------
 # Prediction
 # --------------------------------------------------------------------------------------
+def model_inputs(model: ct.CdmppModel, ds: Dataset, idx, norm):
+    """(x, mask, device) of programs idx as `model` takes them (cdmpp_torch.preprocess)."""
+    c = model.config
+    return ds.batch(idx, norm[0], norm[1], c.max_leaves if c.pooling == "flatten" else None,
+                    c.device, pe_scale=c.pe_scale)
+
+
 def predict_transformed(model: ct.CdmppModel, ds: Dataset, idx, norm, batch: int = 2048) -> np.ndarray:
     model.eval()
-    c = model.config
     out = []
     idx = np.asarray(idx, dtype=np.int64)
     with torch.no_grad():
         for s in range(0, len(idx), batch):
-            x, mask, dev = ds.batch(idx[s:s + batch], norm[0], norm[1],
-                                    c.max_leaves if c.pooling == "flatten" else None, c.device)
+            x, mask, dev = model_inputs(model, ds, idx[s:s + batch], norm)
             out.append(model(x, mask, dev).double().numpy())
     return np.concatenate(out) if out else np.zeros(0)
 
@@ -250,7 +255,6 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
         if mcfg.device:
             model.standardise_device(ds.device[train_idx])
     c = model.config
-    L = c.max_leaves if c.pooling == "flatten" else None
     z_all = np.zeros(len(ds))
     z_all[train_idx] = transform.forward(torch.from_numpy(ds.latency[train_idx])).numpy()
     lr = cfg.learning_rate
@@ -306,7 +310,7 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
             if use_cmd:
                 t_n = min(cfg.cmd_target_batch, len(target_idx))
                 all_idx = np.concatenate([b_idx, rng.choice(target_idx, t_n, replace=False)])
-            x, mask, dev = ds.batch(all_idx, norm[0], norm[1], L, c.device)
+            x, mask, dev = model_inputs(model, ds, all_idx, norm)
             out = model(x, mask, dev)
             pred = out[:n_b]
             z = torch.from_numpy(z_all[b_idx]).to(pred.dtype)
@@ -397,11 +401,8 @@ def export(result: TrainResult, path: str, card: dict, selftest: int = 8) -> dic
 def torch_us_per_prediction(model: ct.CdmppModel, ds: Dataset, idx, norm, n: int = 200) -> float:
     """PyTorch (reference module) wall time per program at batch 1, preprocessing excluded."""
     model.eval()
-    c = model.config
     idx = np.asarray(idx, dtype=np.int64)[:n]
-    inputs = [ds.batch(idx[i:i + 1], norm[0], norm[1],
-                       c.max_leaves if c.pooling == "flatten" else None, c.device)
-              for i in range(len(idx))]
+    inputs = [model_inputs(model, ds, idx[i:i + 1], norm) for i in range(len(idx))]
     with torch.no_grad():
         for x, m, d in inputs[:5]:
             model(x, m, d)

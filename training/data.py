@@ -310,10 +310,10 @@ class Dataset:
         return self._pe
 
     def batch(self, idx, norm_min, norm_max, max_leaves: Optional[int] = None,
-              device: bool = False, dtype=torch.float32):
+              device: bool = False, dtype=torch.float32, pe_scale: float = 1.0):
         """(x (B, L, F), mask (B, L) bool, device (B, 8) or None) for programs `idx`, equal to
-        cdmpp_torch.preprocess (normalise, + tree PE). L = max_leaves when given (flatten),
-        else the batch's largest leaf count."""
+        cdmpp_torch.preprocess (normalise, + pe_scale × tree PE). L = max_leaves when given
+        (flatten), else the batch's largest leaf count."""
         idx = np.asarray(idx, dtype=np.int64)
         n = self.n_leaves[idx]
         L = int(max_leaves) if max_leaves else int(n.max())
@@ -326,7 +326,7 @@ class Dataset:
         hi = np.asarray(norm_max, dtype=np.float64)
         pos = self.positions[src]
         pe = self.pe_table(int(pos.max()) if len(pos) else 0)
-        vals = (self.rows[src].astype(np.float64) - lo) / (hi - lo + ct.NORM_EPS) + pe[pos]
+        vals = (self.rows[src].astype(np.float64) - lo) / (hi - lo + ct.NORM_EPS) + pe_scale * pe[pos]
         x = np.zeros((len(idx), L, self.feature_dim), dtype=np.float32)
         x[b, r] = vals
         mask = np.zeros((len(idx), L), dtype=bool)

@@ -327,12 +327,18 @@ class Data(_SyntheticData, unittest.TestCase):
         lo, hi = ds.norm_stats(np.arange(len(ds)))
         idx = np.array([0, 5, 17, 40, 41])
         asts = [ds.ast(int(i), with_device=True) for i in idx]
-        cfg = ct.compact_config(max_leaves=16, device=True, device_dims=[64, 64])
+        cfg = ct.compact_config(max_leaves=16, device=True, device_dims=[64, 64], pe_scale=1.0)
         xr, mr, dr = ct.preprocess(asts, lo, hi, cfg, dtype=torch.float64)
         x, m, dv = ds.batch(idx, lo, hi, 16, device=True, dtype=torch.float64)
         np.testing.assert_allclose(x.numpy(), xr.numpy(), atol=1e-12)
         np.testing.assert_array_equal(m.numpy(), mr.numpy())
         np.testing.assert_allclose(dv.numpy(), dr.numpy())
+        cfg = ct.compact_config(max_leaves=16, pe_scale=0.3)
+        xr = ct.preprocess(asts, lo, hi, cfg, dtype=torch.float64)[0]
+        x = C.model_inputs(ct.CdmppModel(cfg, ct.OutputTransform()), ds, idx, (lo, hi))[0]
+        L = x.shape[1]                       # mean pooling pads to the batch's most leaves
+        np.testing.assert_allclose(x.numpy(), xr.numpy()[:, :L], atol=1e-6)   # float32
+        self.assertFalse(xr.numpy()[:, L:].any())
         sub = ds.subset(idx)
         np.testing.assert_array_equal(sub.batch(np.arange(5), lo, hi, 16)[0].numpy(),
                                       ds.batch(idx, lo, hi, 16)[0].numpy())

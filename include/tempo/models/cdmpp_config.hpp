@@ -1,6 +1,7 @@
 // The hyper-parameters of a CDMPP model, as the converter writes them (`tempo.config`).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct CdmppConfig {
     std::size_t max_leaves = 5;
     std::vector<std::size_t> embed_dims, device_dims, decoder_dims;
     bool device = false;
+    float pe_scale = 1.0f; // amplitude of the tree PE added to the features (CDMPP: 1)
 
     static constexpr std::size_t kDeviceFeatures = 8;
 
@@ -33,8 +35,8 @@ struct CdmppConfig {
     static CdmppConfig from_json(const json::Node& node) {
         node.only_keys({"feature_dim", "d_model", "heads", "ffn_dim", "layers", "activation",
                         "norm_first", "final_norm", "layer_norm_eps", "pooling", "max_leaves",
-                        "embed_dims", "device", "device_dims", "decoder_dims", "dropout",
-                        "bn_eps"});
+                        "embed_dims", "device", "device_dims", "decoder_dims", "dropout", "bn_eps",
+                        "pe_scale"});
         CdmppConfig c;
         auto positive = [&](const char* key) {
             const std::uint64_t v = node[key].as_uint64();
@@ -80,6 +82,12 @@ struct CdmppConfig {
             c.pooling = Pooling::sum;
         else
             node["pooling"].fail("expected \"flatten\", \"mean\" or \"sum\"");
+        // Files written before pe_scale existed add the PE at full amplitude.
+        if (auto pe = node.find("pe_scale")) {
+            c.pe_scale = pe->as_float();
+            if (!(c.pe_scale >= 0.0f) || !std::isfinite(c.pe_scale))
+                pe->fail("must be a finite number >= 0");
+        }
         c.embed_dims = sizes("embed_dims");
         if (c.embed_dims.empty()) node["embed_dims"].fail("needs at least one layer");
         c.decoder_dims = sizes("decoder_dims");

@@ -131,14 +131,16 @@ private:
 
 namespace detail {
 
-// PE(p)[c] = sin(p / 10000^(2c/F)), PE(p)[c+1] = cos(p / 10000^(2(c+1)/F)) for even c:
-// CDMPP's exponent is 2c/F with the raw even index (not Vaswani's c/F).
-inline void positional_encoding(std::size_t p, std::size_t width, float* out) {
+// scale · PE(p): PE(p)[c] = sin(p / 10000^(2c/F)), PE(p)[c+1] = cos(p / 10000^(2(c+1)/F))
+// for even c: CDMPP's exponent is 2c/F with the raw even index (not Vaswani's c/F).
+inline void positional_encoding(std::size_t p, std::size_t width, double scale, float* out) {
     for (std::size_t c = 0; c < width; c += 2) {
-        out[c] = float(std::sin(double(p) / std::pow(10000.0, 2.0 * double(c) / double(width))));
+        out[c] =
+            float(scale * std::sin(double(p) / std::pow(10000.0, 2.0 * double(c) / double(width))));
         if (c + 1 < width)
             out[c + 1] =
-                float(std::cos(double(p) / std::pow(10000.0, 2.0 * double(c + 1) / double(width))));
+                float(scale *
+                      std::cos(double(p) / std::pow(10000.0, 2.0 * double(c + 1) / double(width))));
     }
 }
 
@@ -222,7 +224,8 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
     }
     pe_table_ = AlignedBuffer<float>(kPeTableRows * c.feature_dim);
     for (std::size_t p = 0; p < kPeTableRows; ++p)
-        detail::positional_encoding(p, c.feature_dim, pe_table_.data() + p * c.feature_dim);
+        detail::positional_encoding(p, c.feature_dim, c.pe_scale,
+                                    pe_table_.data() + p * c.feature_dim);
 
     if (c.projects_input()) {
         input_proj_ = read.linear("input_proj", c.d_model, c.feature_dim);
@@ -329,7 +332,7 @@ inline void CdmppModel::encode_projected(const CompactAst& ast, float* rows, std
         } else {
             float* pe = ws.take(config_.feature_dim);
             float* row = ws.take(d);
-            detail::positional_encoding(positions[r], config_.feature_dim, pe);
+            detail::positional_encoding(positions[r], config_.feature_dim, config_.pe_scale, pe);
             input_proj_.forward(pe, config_.feature_dim, 1, row, d);
             base = row;
         }
@@ -346,7 +349,7 @@ inline void CdmppModel::encode(const CompactAst& ast, float* rows, std::size_t* 
         if (positions[r] < kPeTableRows)
             std::copy_n(pe_table_.data() + positions[r] * F, F, x);
         else
-            detail::positional_encoding(positions[r], F, x);
+            detail::positional_encoding(positions[r], F, config_.pe_scale, x);
         for (std::size_t i = 0; i < F; ++i) x[i] += (f[i] - norm_min_[i]) * norm_scale_[i];
     }
 }
