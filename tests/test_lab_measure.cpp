@@ -226,7 +226,7 @@ TEST_CASE("the memory and core gates: from the target's records, waits and redon
     // not judge it afterwards.
     const SpeedProbe probe;
     QuietGuard unreachable(
-        {0}, -1, 0.3, [] {}, &probe, SpeedGate{1e9, 2e9, 0});
+        {0}, -1, 0.3, [](const std::string&) {}, &probe, SpeedGate{1e9, 2e9, 0});
     const double t0 = now_s();
     unreachable.wait();
     CHECK(now_s() - t0 >= 0.3);
@@ -234,18 +234,23 @@ TEST_CASE("the memory and core gates: from the target's records, waits and redon
     CHECK(unreachable.disturbed());
     CHECK(unreachable.disturbed());
     CHECK(unreachable.memory_redone() == 2);
+    CHECK(unreachable.last_hold().rfind("memory gate: read ", 0) == 0);
+    CHECK(unreachable.last_hold().find(", band 1000000000.0-2000000000.0") != std::string::npos);
     QuietGuard slow_core(
-        {0}, -1, 0.3, [] {}, &probe, SpeedGate{1e-3, 1e9, 1e9});
+        {0}, -1, 0.3, [](const std::string&) {}, &probe, SpeedGate{1e-3, 1e9, 1e9});
     slow_core.wait();
     CHECK(slow_core.waited_s() >= 0.3);
     CHECK_FALSE(slow_core.disturbed());
     CHECK(slow_core.memory_redone() == 0);
+    CHECK(slow_core.last_hold().rfind("core gate: multiply ", 0) == 0);
+    CHECK(slow_core.last_hold().find(", floor 1000000000.0") != std::string::npos);
     QuietGuard reachable(
-        {0}, -1, 60, [] {}, &probe, SpeedGate{1e-3, 1e9, 1e-3});
+        {0}, -1, 60, [](const std::string&) {}, &probe, SpeedGate{1e-3, 1e9, 1e-3});
     reachable.wait();
     CHECK(reachable.waited_s() < 30);
     CHECK_FALSE(reachable.disturbed());
     CHECK(reachable.memory_redone() == 0);
+    CHECK(reachable.last_hold().empty());
 }
 
 TEST_CASE("the host check: this host's probes against the records'") {

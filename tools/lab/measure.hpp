@@ -841,11 +841,12 @@ inline void emit_event(const json::Value& v) {
 // judge a try afterwards: right after a long AVX-512 program the probe reads 1–4 GFLOP/s lower
 // (the core's clock after the load, it seems), and redoing such tries only slowed long
 // programs down.
+// still_waiting(why) is called every 5 s of a wait, why saying what holds the try back.
 class QuietGuard {
 public:
     QuietGuard(std::vector<int> cores, double max_busy, double max_wait_s,
-               std::function<void()> still_waiting, const SpeedProbe* probe = nullptr,
-               SpeedGate gate = {})
+               std::function<void(const std::string&)> still_waiting,
+               const SpeedProbe* probe = nullptr, SpeedGate gate = {})
         : cores_(std::move(cores)), max_busy_(max_busy), max_wait_s_(max_wait_s),
           still_waiting_(std::move(still_waiting)), probe_(probe),
           gate_(probe ? gate : SpeedGate{}) {}
@@ -861,10 +862,10 @@ public:
             const auto a = cpu_jiffies();
             ::usleep(100000);
             const double busy = others_busy(a, cpu_jiffies(), cores_); // < 0: no others
-            const bool quiet = max_busy_ < 0 || busy <= max_busy_;
-            if ((quiet && gates_pass()) || now_s() - t0 > max_wait_s_) break;
+            last_hold_ = hold_reason(busy);
+            if (last_hold_.empty() || now_s() - t0 > max_wait_s_) break;
             if (now_s() - noted > 5) {
-                still_waiting_();
+                still_waiting_(last_hold_);
                 noted = now_s();
             }
         }
@@ -881,22 +882,42 @@ public:
     double last_busy() const { return last_busy_; }
     double waited_s() const { return waited_s_; }
     int memory_redone() const { return memory_redone_; } // tries the memory gate saw disturbed
+    // What held the last wait's last check back; empty when the try started unhindered.
+    const std::string& last_hold() const { return last_hold_; }
 
 private:
-    bool gates_pass() const { // one probe, only when a gate is on
-        if (!gate_.on()) return true;
+    // Empty when a try may start; else why not. Probes (once) only when the cores are quiet.
+    std::string hold_reason(double busy) const {
+        char why[160];
+        if (max_busy_ >= 0 && busy > max_busy_) {
+            std::snprintf(why, sizeof why, "other CPUs %.0f%% busy (limit %.0f%%)", 100 * busy,
+                          100 * max_busy_);
+            return why;
+        }
+        if (!gate_.on()) return {};
         const SpeedSample s = probe_->sample();
-        return gate_.memory_holds(s.read_gbs) && gate_.core_holds(s.mul_gflops);
+        if (!gate_.memory_holds(s.read_gbs)) {
+            std::snprintf(why, sizeof why, "memory gate: read %.1f GB/s, band %.1f-%.1f",
+                          s.read_gbs, gate_.read_lo, gate_.read_hi);
+            return why;
+        }
+        if (!gate_.core_holds(s.mul_gflops)) {
+            std::snprintf(why, sizeof why, "core gate: multiply %.1f GFLOP/s, floor %.1f",
+                          s.mul_gflops, gate_.mul_lo);
+            return why;
+        }
+        return {};
     }
 
     std::vector<int> cores_;
     double max_busy_, max_wait_s_;
-    std::function<void()> still_waiting_;
+    std::function<void(const std::string&)> still_waiting_;
     const SpeedProbe* probe_;
     SpeedGate gate_;
     std::vector<std::pair<double, double>> start_;
     double last_busy_ = -1, waited_s_ = 0;
     int memory_redone_ = 0;
+    std::string last_hold_;
 };
 
 // Runs in the child: check, then time, each program from spec.start on; one JSON line per event.
@@ -979,8 +1000,8 @@ inline int run_batch_main(const std::string& spec_path) {
         json::Value::Object timed{{"i", idx}, {"event", "timed"}};
         QuietGuard guard(
             spec.cores, spec.quiet_max_busy, spec.quiet_wait_s,
-            [&] {
-                emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}});
+            [&](const std::string& why) {
+                emit_event(json::Value::Object{{"i", idx}, {"event", "waiting"}, {"why", why}});
             },
             &probe, spec.gate);
         const TimingResult r =
@@ -1044,10 +1065,12 @@ inline std::string& runner_executable() {
 }
 
 // Runs `tempo lab run-batch` children over spec.symbols, restarting after a timeout or a crash
-// (that program gets the failure); `done(i, result)` is called as each program finishes.
+// (that program gets the failure); `done(i, result)` is called as each program finishes, and
+// `waiting(why)` (optional) every few seconds while the quiet guard holds a try back.
 // Returns false if a stop was requested before the batch ended.
 inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int threads,
-                      const std::function<void(std::size_t, const ProgramResult&)>& done) {
+                      const std::function<void(std::size_t, const ProgramResult&)>& done,
+                      const std::function<void(const std::string&)>& waiting = {}) {
     const std::string self = runner_executable();
     while (spec.start < spec.symbols.size()) {
         const std::string spec_path = scratch_stem + ".spec.json";
@@ -1132,6 +1155,7 @@ inline bool run_batch(RunnerSpec spec, const std::string& scratch_stem, int thre
                         deadline = now_s() + (guarded ? 14 : 6) * spec.budget_s + 30;
                     } else if (e == "waiting") { // the quiet guard waits: not a hang
                         deadline = std::max(deadline, now_s() + 14 * spec.budget_s + 30);
+                        if (waiting) waiting(ev.find("why")->as_string());
                     } else if (e == "timeout") {
                         cur.kind = ProgramResult::Kind::Timeout;
                         cur.call_s = ev.find("call_s")->as_double();

@@ -416,6 +416,7 @@ struct Progress {
     double start = now_s(), last_print = 0;
     std::size_t done = 0, timed = 0, failed = 0, total = 0, tasks_done = 0, tasks_total = 0;
     std::string task;
+    std::string waiting; // what holds the current try back, while it waits
     bool tty = isatty(2);
 
     void print(bool force = false) {
@@ -428,12 +429,12 @@ struct Progress {
         const double frac = total ? std::min(1.0, static_cast<double>(done) / total) : 1.0;
         std::string bar(static_cast<std::size_t>(frac * width), '#');
         bar.resize(width, '.');
-        char line[512];
+        char line[640];
         std::snprintf(
             line, sizeof line,
-            "[%s] %zu/%zu programs (%zu timed, %zu failed) %.2f/s ETA %s  task %zu/%zu %.60s",
+            "[%s] %zu/%zu programs (%zu timed, %zu failed) %.2f/s ETA %s  task %zu/%zu %.60s%s%s",
             bar.c_str(), done, total, timed, failed, rate, format_duration(eta).c_str(), tasks_done,
-            tasks_total, task.c_str());
+            tasks_total, task.c_str(), waiting.empty() ? "" : "  waiting: ", waiting.c_str());
         if (tty)
             std::fprintf(stderr, "\r%s\033[K", line);
         else
@@ -801,6 +802,11 @@ inline int lab_measure(const DataOptions& o, std::ostream& log = std::cerr) {
                         ++progress.done;
                         ++written;
                     }
+                    progress.waiting.clear();
+                    progress.print();
+                },
+                [&](const std::string& why) {
+                    progress.waiting = why;
                     progress.print();
                 });
         }
