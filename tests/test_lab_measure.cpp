@@ -307,6 +307,25 @@ TEST_CASE("schedules are drawn as a deduplicated, prefix-stable stream") {
     CHECK(sids.size() == a.size());
 }
 
+TEST_CASE("device names: Zen generations, a named model, a hypervisor's nameless model") {
+    const auto name = [](const char* vendor, const char* model_name, const char* family,
+                         const char* model) {
+        CpuProbe p;
+        p.vendor = vendor;
+        p.model_name = model_name;
+        p.family = family;
+        p.model = model;
+        return microarch_name(p);
+    };
+    CHECK(name("AuthenticAMD", "AMD EPYC", "25", "1") == "epyc-zen3");
+    CHECK(name("AuthenticAMD", "AMD EPYC 9B45", "26", "2") == "epyc-zen5");
+    CHECK(name("AuthenticAMD", "AMD Ryzen 9 7950X", "25", "97") == "amd-zen4");
+    CHECK(name("GenuineIntel", "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz", "6", "143") ==
+          "intel-r-xeon-r-platinum-8481c-cpu-2-70ghz");
+    CHECK(name("GenuineIntel", "Intel(R) Xeon(R) Processor", "6", "167") == "xeon-f6m167");
+    CHECK(name("GenuineIntel", "Intel(R) Core(TM) Processor", "6", "183") == "intel-f6m183");
+}
+
 TEST_CASE("a target is measured only on the CPU it was probed on") {
     TinySetup s("cpu");
     const CpuProbe here = probe_cpu();

@@ -99,14 +99,16 @@ struct CpuProbe {
 };
 
 // Short micro-architecture name from vendor and family/model (AMD Zen generations), else a
-// cleaned model name; used in target ids.
+// cleaned model name; used in target ids. A model name without a digit (a hypervisor's
+// "Intel(R) Xeon(R) Processor") names no CPU, so family and model stand in for it.
 inline std::string microarch_name(const CpuProbe& p) {
     const int fam = std::atoi(p.family.c_str()), mod = std::atoi(p.model.c_str());
     std::string base = p.vendor == "AuthenticAMD" && p.model_name.find("EPYC") != std::string::npos
                            ? "epyc"
                        : p.vendor == "AuthenticAMD" ? "amd"
-                       : p.vendor == "GenuineIntel" ? "intel"
-                                                    : "cpu";
+                       : p.vendor == "GenuineIntel"
+                           ? (p.model_name.find("Xeon") != std::string::npos ? "xeon" : "intel")
+                           : "cpu";
     if (p.vendor == "AuthenticAMD") {
         if (fam == 23) return base + (mod < 0x30 ? "-zen" : "-zen2");
         if (fam == 25)
@@ -115,6 +117,9 @@ inline std::string microarch_name(const CpuProbe& p) {
         if (fam == 26) return base + "-zen5";
         return base + "-f" + p.family + "m" + p.model;
     }
+    if (std::none_of(p.model_name.begin(), p.model_name.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        return base + "-f" + p.family + "m" + p.model;
     std::string s;
     for (char c : p.model_name) {
         if (std::isalnum(static_cast<unsigned char>(c)))
@@ -448,7 +453,7 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
         "-std=c11 -O3 -march=" + isa.march + " -ffp-contract=fast -fopenmp -fPIC -shared";
     return json::Value::Object{
         {"id", id},
-        {"device", p.microarch},
+        {"device", id.substr(0, id.find('.'))},
         {"cpu", json::Value::Object{{"vendor", p.vendor},
                                     {"model_name", p.model_name},
                                     {"family", p.family},
