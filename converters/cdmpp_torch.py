@@ -35,6 +35,9 @@ DEVICE_FEATURES = 8
 DEVICE_STD_FLOOR = 0.01     # CDMPP's device features are scaled to about [0, 2]
 ACTIVATIONS = ("relu", "gelu")
 POOLINGS = ("flatten", "mean", "sum")
+# Feature sets and their row widths (tempo lab featurize --features): Ansor's 164 columns,
+# and those followed by tempo's 10 loop-extension columns (include/tempo/program/feature_set.hpp).
+FEATURE_SETS = {"ansor": 164, "ansor+loops": 174}
 TRANSFORMS = ("boxcox", "log", "none")
 
 
@@ -62,6 +65,7 @@ class CdmppConfig:
     decoder_dims: List[int] = field(default_factory=lambda: [930, 930, 930])
     bn_eps: float = 1e-5
     pe_scale: float = 1.0           # tree PE amplitude added to the [0, 1] features (paper: 1)
+    features: Optional[str] = None  # the rows' columns (FEATURE_SETS); None: not stated
 
     # -- derived -----------------------------------------------------------------------
     @property
@@ -102,6 +106,14 @@ class CdmppConfig:
         if (not isinstance(self.pe_scale, (int, float)) or isinstance(self.pe_scale, bool)
                 or not math.isfinite(self.pe_scale) or self.pe_scale < 0):
             raise ConfigError(f"config.pe_scale must be a finite number >= 0, got {self.pe_scale!r}")
+        if self.features is not None:
+            if self.features not in FEATURE_SETS:
+                raise ConfigError(f"config.features must be one of {sorted(FEATURE_SETS)}, "
+                                  f"got {self.features!r}")
+            if FEATURE_SETS[self.features] != self.feature_dim:
+                raise ConfigError(f"config.features={self.features!r} rows have "
+                                  f"{FEATURE_SETS[self.features]} columns, config.feature_dim "
+                                  f"is {self.feature_dim}")
         if not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
             raise ConfigError(f"config.dropout must be in [0, 1), got {self.dropout!r}")
         lists = [("embed_dims", 1), ("decoder_dims", 0)] + ([("device_dims", 1)] if self.device else [])
@@ -118,7 +130,10 @@ class CdmppConfig:
         return self
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if d["features"] is None:  # files that do not state it stay as they were
+            del d["features"]
+        return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)

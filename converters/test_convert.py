@@ -130,6 +130,17 @@ class Config(unittest.TestCase):
             with self.assertRaisesRegex(ct.ConfigError, "pe_scale"):
                 ct.compact_config(pe_scale=bad)
 
+    def test_feature_set_is_written_only_when_stated(self):
+        self.assertNotIn("features", json.loads(ct.compact_config().to_json()))
+        loops = ct.compact_config(feature_dim=174, features="ansor+loops")
+        self.assertEqual(json.loads(loops.to_json())["features"], "ansor+loops")
+        self.assertEqual(ct.CdmppConfig.from_dict(json.loads(loops.to_json())), loops)
+        with self.assertRaisesRegex(ct.ConfigError, "features='ansor\\+loops' rows have 174 "
+                                                    "columns, config.feature_dim is 164"):
+            ct.compact_config(features="ansor+loops")
+        with self.assertRaisesRegex(ct.ConfigError, "config.features must be one of"):
+            ct.compact_config(features="tvm")
+
 
 class OutputTransform(unittest.TestCase):
     def test_inverse_of_forward(self):

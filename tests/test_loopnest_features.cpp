@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -122,4 +123,64 @@ TEST_CASE("compact AST of a hand-built nest: ids, serialization, transparent Seq
     CHECK(ast.tree == tree);
     CHECK(ast.leaf_ids == std::vector<std::int32_t>{4, 7, 8});
     CHECK(ast.features.size() == 3 * kFeatureDim);
+}
+
+TEST_CASE("loop extension: the innermost loop and the innermost loop left after unrolling") {
+    // C[i, j] = C[i, j] + A[i, k] * B[k, j] under i(4) k(16) j(3), auto-unroll 8: j unrolls
+    // (3 ≤ 8), k does not (16 × 3 > 8), so gcc's vectoriser sees k, a reduction along which
+    // B moves by 3 elements.
+    LoweredProgram p;
+    p.tensors = {{"A", {4, 16}}, {"B", {16, 3}}, {"C", {4, 3}}};
+    p.inputs = {0, 1};
+    p.output = 2;
+    const Expr i = var(0, "i"), k = var(1, "k"), j = var(2, "j");
+    LoopNode li = make_for(0, "i", 4, ForKind::Serial), lk = make_for(1, "k", 16, ForKind::Serial);
+    LoopNode lj = make_for(2, "j", 3, ForKind::Serial);
+    lj.children.push_back(
+        make_store(2, {i, j}, load(2, {i, j}) + load(0, {i, k}) * load(1, {k, j})));
+    lk.children.push_back(std::move(lj));
+    li.children.push_back(std::move(lk));
+    LoopNode pragma = make_attr(kPragmaAutoUnroll, 8);
+    pragma.children.push_back(std::move(li));
+    p.root.children.push_back(std::move(pragma));
+
+    const tempo::CompactAst ansor = featurize(p),
+                            loops = featurize(p, tempo::FeatureSet::ansor_loops);
+    REQUIRE(ansor.feature_dim == kFeatureDim);
+    REQUIRE(loops.feature_dim == kFeatureDim + tempo::kLoopExtensionDim);
+    REQUIRE(loops.leaves() == 1);
+    for (std::size_t f = 0; f < kFeatureDim; ++f) CHECK(loops.leaf(0)[f] == ansor.leaf(0)[f]);
+    const float* ext = loops.leaf(0) + kFeatureDim;
+    const std::vector<double> expected = {2,
+                                          0,
+                                          1,
+                                          0, // j: slog 3, indexes C, every access moves by 0 or 1
+                                          std::log2(17.0),
+                                          1,
+                                          0,
+                                          1, // k: slog 16, a reduction, one access (B) moves by 3
+                                          0,
+                                          1}; // j is not vectorised; it is unrolled
+    for (std::size_t c = 0; c < expected.size(); ++c) {
+        INFO("extension column " << c);
+        CHECK(ext[c] == doctest::Approx(expected[c]).epsilon(1e-6));
+    }
+    const auto unrolled = auto_unrolled_loops(p.root);
+    const LoopNode& k_loop = p.root.children[0].children[0].children[0];
+    CHECK(unrolled.size() == 1);
+    CHECK(unrolled.count(&k_loop.children[0]) == 1); // j
+}
+
+TEST_CASE("the worked example's loop extension: vectorised innermost loops") {
+    WorkedExample ex;
+    const tempo::CompactAst loops = featurize(ex.program, tempo::FeatureSet::ansor_loops);
+    REQUIRE(loops.leaves() == 2);
+    // Both stores' innermost loops are the vectorised j1 / j1b (8): they index C, move every
+    // access by 0 or 1, and stay loops (a vectorised loop is not unrolled).
+    const std::vector<double> expected = {std::log2(9.0), 0, 1, 0, std::log2(9.0), 0, 1, 0, 1, 0};
+    for (std::size_t leaf = 0; leaf < 2; ++leaf)
+        for (std::size_t c = 0; c < expected.size(); ++c) {
+            INFO("leaf " << leaf << " extension column " << c);
+            CHECK(loops.leaf(leaf)[kFeatureDim + c] == doctest::Approx(expected[c]));
+        }
 }

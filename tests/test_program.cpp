@@ -154,3 +154,27 @@ TEST_CASE("a model file that does not match its config is refused naming the ten
                          "m.safetensors: tempo.config.pe_scale: must be a finite number >= 0",
                          Error);
 }
+
+TEST_CASE("a model config names its feature set, and the set must match feature_dim") {
+    auto config = [](const std::string& feature_dim, const std::string& features) {
+        std::string text = R"({"feature_dim": )" + feature_dim +
+                           R"(, "d_model": 16, "heads": 2, "ffn_dim": 16, "layers": 1,
+            "activation": "relu", "norm_first": false, "final_norm": false,
+            "layer_norm_eps": 1e-5, "pooling": "sum", "max_leaves": 4, "embed_dims": [8],
+            "device": false, "decoder_dims": [])";
+        if (!features.empty()) text += R"(, "features": )" + features;
+        const json::Value doc = json::parse(text + "}", "c.json");
+        return CdmppConfig::from_json(json::Node(doc, "c.json"));
+    };
+    CHECK_FALSE(config("24", "").features.has_value()); // older files: not stated
+    CHECK(config("164", "\"ansor\"").features == FeatureSet::ansor);
+    CHECK(config("174", "\"ansor+loops\"").features == FeatureSet::ansor_loops);
+    CHECK_THROWS_WITH_AS(config("164", "\"ansor+loops\""),
+                         "c.json.features: ansor+loops rows have 174 columns, feature_dim is 164",
+                         Error);
+    CHECK_THROWS_WITH_AS(config("164", "\"tvm\""),
+                         "c.json.features: unknown feature set \"tvm\" (known: ansor, ansor+loops)",
+                         Error);
+    CHECK_THROWS_WITH_AS(config("164", "3"), "c.json.features: expected a string, got a number",
+                         Error);
+}

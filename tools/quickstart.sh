@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 
-model=${1:-weights/cdmpp-compact-epyc-zen3.avx2.t1.safetensors}
+model=${1:-weights/cdmpp-compact-epyc-zen5.avx512.t1.safetensors}
 programs=${2:-data/examples/programs.jsonl}
 
 cmake -S . -B build/release -DTEMPO_BUILD_TESTS=OFF -DTEMPO_BUILD_TOOLS=ON >/dev/null

@@ -39,6 +39,7 @@ DEFAULT_LR = {"paper": 1.68e-5, "compact": 1e-4}
 class TrainConfig:
     model: str = "compact"                 # named config: paper | compact
     model_overrides: dict = field(default_factory=dict)
+    features: str = "ansor"                # the leaf rows: ansor | ansor+loops (ct.FEATURE_SETS)
     transform: str = "boxcox"              # boxcox | log | none
     loss_mse: float = 1000.0
     loss_mape: float = 1.0
@@ -72,6 +73,8 @@ class TrainConfig:
     def model_config(self, device: bool = False) -> ct.CdmppConfig:
         over = dict(self.model_overrides)
         over.setdefault("device", bool(device))
+        over.setdefault("features", self.features)
+        over.setdefault("feature_dim", ct.FEATURE_SETS.get(self.features, 164))
         return ct.NAMED_CONFIGS[self.model](**over)
 
     @property
@@ -249,6 +252,10 @@ def train(ds: Dataset, train_idx, val_idx, cfg: TrainConfig, out_dir: Optional[s
         norm, transform = init.norm, init.transform
     else:
         mcfg = cfg.model_config(device=device)
+        if mcfg.feature_dim != ds.feature_dim:
+            raise ValueError(f"the records' rows have {ds.feature_dim} columns, the model "
+                             f"takes {mcfg.feature_dim} (features {cfg.features!r}: load the "
+                             f"records with the same feature set)")
         norm = ds.norm_stats(train_idx)
         transform = fit_output_transform(ds.latency[train_idx], cfg.transform)
         model = ct.CdmppModel(mcfg, transform)

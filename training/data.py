@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import zlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -30,7 +31,7 @@ import torch
 
 from converters import cdmpp_torch as ct
 
-FEATURE_DIM = 164
+FEATURE_SETS = ct.FEATURE_SETS  # columns per `tempo lab featurize --features` set
 DEVICE_FEATURES = ct.DEVICE_FEATURES
 _STEM_RE = re.compile(r"^(.*)_b[0-9]+_[0-9]+$")
 
@@ -178,10 +179,11 @@ def _files_signature(files: Sequence[str]) -> str:
 
 
 def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
-                     cache_dir: Optional[str]) -> List[dict]:
+                     cache_dir: Optional[str], feature_set: str = "ansor") -> List[dict]:
     """Runs `tempo lab featurize` for a target; returns its compact ASTs in record order (one
     per record line of record_files(), ids "task#sid" with the sid of the replayed program).
-    The output is cached per (files, sizes, mtimes) signature."""
+    feature_set: "ansor" (164 columns) or "ansor+loops" (+ tempo's loop extension). The
+    output is cached per (feature set, files, sizes, mtimes) signature."""
     binary = find_tempo_binary(tempo_binary, need_lab=True)
     if binary is None:
         where = tempo_binary or "$TEMPO_BIN, " + ", ".join(DEFAULT_TEMPO_BINARIES)
@@ -193,13 +195,15 @@ def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
     out = None
     if cache_dir:
         os.makedirs(cache_dir, exist_ok=True)
-        out = os.path.join(cache_dir, f"{target}.{sig}.ast.jsonl")
+        suffix = "" if feature_set == "ansor" else "." + feature_set.replace("+", "-")
+        out = os.path.join(cache_dir, f"{target}.{sig}{suffix}.ast.jsonl")
     if out is None:
         import tempfile
         out = os.path.join(tempfile.mkdtemp(prefix="tempo-featurize-"), f"{target}.ast.jsonl")
     if not os.path.exists(out):
         tmp = out + ".tmp"
-        cmd = [binary, "lab", "featurize", "--target", target, "--data", data_dir, "-o", tmp]
+        cmd = [binary, "lab", "featurize", "--target", target, "--data", data_dir, "-o", tmp,
+               "--features", feature_set]
         log("data: " + " ".join(cmd))
         rc = subprocess.run(cmd).returncode
         if rc not in (0, 1) or not os.path.exists(tmp):
@@ -251,6 +255,16 @@ class Dataset:
         return self.rows.shape[1]
 
     # -- selection ---------------------------------------------------------------------
+    def first_columns(self, width: int) -> "Dataset":
+        """The same programs with each leaf row cut to its first `width` columns (e.g.
+        Ansor's 164 of an ansor+loops dataset, for the baselines as TVM runs them)."""
+        if width == self.feature_dim:
+            return self
+        if not 0 < width < self.feature_dim:
+            raise DataError(f"cannot cut {self.feature_dim}-column rows to {width}")
+        return dataclasses.replace(self, rows=np.ascontiguousarray(self.rows[:, :width]),
+                                   _pe=None)
+
     def subset(self, idx) -> "Dataset":
         idx = np.asarray(idx, dtype=np.int64)
         n = self.n_leaves[idx]
@@ -435,7 +449,7 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                  cache_dir: Optional[str] = None, noise_max_cv: Optional[float] = 0.01,
                  min_records_per_task: int = 0, max_leaves: Optional[int] = None,
                  exact_leaves: Optional[int] = None, limit: int = 0,
-                 noise_stat: str = "std") -> Dataset:
+                 noise_stat: str = "std", feature_set: str = "ansor") -> Dataset:
     """Loads, filters and joins the records of `targets` into one Dataset.
 
     Filters (counted in Dataset.stats): non-positive or non-finite latency; noise >
@@ -444,7 +458,11 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
     disturbed repeats; std/mean when a record has no costs); leaf count > max_leaves or != exact_leaves
     (the model's limit); then tasks with fewer than min_records_per_task records (per target).
     A program timed more than once counts with its latest timing (`latest_timings`); other
-    duplicate (task, sid, target) keys keep the first record."""
+    duplicate (task, sid, target) keys keep the first record. feature_set: the columns of
+    records featurized here (`featurize_target`); stored ASTs are used as they are."""
+    if feature_set not in FEATURE_SETS:
+        raise DataError(f"unknown feature set {feature_set!r} (known: {', '.join(FEATURE_SETS)})")
+    width = FEATURE_SETS[feature_set]
     keys, tasks, tgts, lat, lstd, lmin, flops, devs, when = [], [], [], [], [], [], [], [], []
     feat_chunks, pos_chunks, counts, id_chunks, tree_chunks = [], [], [], [], []
     task_networks, task_ops = {}, {}
@@ -489,7 +507,8 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                 ast = r.get("ast")
                 if ast is None:
                     if featurized is None:
-                        featurized = featurize_target(data_dir, target, tempo_binary, cache_dir)
+                        featurized = featurize_target(data_dir, target, tempo_binary, cache_dir,
+                                                      feature_set)
                         by_id = {a.get("id", ""): a for a in featurized}
                     ast = by_id.get(f"{task}#{sid}")
                     if ast is None and line_k < len(featurized) and \
@@ -503,9 +522,9 @@ def load_records(data_dir: str, targets: Sequence[str], tempo_binary: Optional[s
                                         f"none for {task}#{sid}")
                     stats["featurized"] += 1
                 feats, pos, ids, tree = _parse_ast(ast, where)
-                if feats.shape[1] != FEATURE_DIM:
+                if feats.shape[1] != width:
                     raise DataError(f"{where}: 'ast.features' rows have {feats.shape[1]} "
-                                    f"values, expected {FEATURE_DIM}")
+                                    f"values, expected {width} (feature set {feature_set})")
                 n = feats.shape[0]
                 if (max_leaves and n > max_leaves) or (exact_leaves and n != exact_leaves):
                     stats["dropped_leaves"] += 1

@@ -1,8 +1,9 @@
 """Writes the README's example programs: measured records from a split's test part, with
 their compact ASTs, spread over the latency range (one per operator while there are more).
 
-    python3 -m training.examples [--split training/splits/random.epyc-zen3.avx2.t1.json]
+    python3 -m training.examples [--split training/splits/random.epyc-zen5.avx512.t1.json]
         [-n 8] [--out data/examples/programs.jsonl] [--data data] [--tempo PATH] [--device]
+        [--features ansor|ansor+loops]
 
 Each line is the dataset record (design.md) plus "ast" (from `tempo lab featurize`) and an
 "id", so `tempo predict MODEL FILE` prints the prediction next to the measured latency; the
@@ -41,11 +42,13 @@ def pick(records: list, n: int) -> list:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--split", default=os.path.join(S.SPLITS_DIR, "random.epyc-zen3.avx2.t1.json"))
+    ap.add_argument("--split", default=os.path.join(S.SPLITS_DIR, "random.epyc-zen5.avx512.t1.json"))
     ap.add_argument("-n", type=int, default=8)
     ap.add_argument("--out", default=os.path.join(ROOT, "data", "examples", "programs.jsonl"))
     ap.add_argument("--data", default=os.path.join(ROOT, "data"))
     ap.add_argument("--tempo", default=None, help="tempo binary (default: $TEMPO_BIN, build dirs)")
+    ap.add_argument("--features", default="ansor+loops", choices=sorted(D.FEATURE_SETS),
+                    help="the ASTs' columns: the feature set of the model that will read them")
     ap.add_argument("--device", action="store_true",
                     help="keep the target's device features in the ASTs (models with the device "
                          "branch need them; the others refuse them)")
@@ -56,7 +59,8 @@ def main(argv=None) -> int:
     candidates = []
     for target in targets:
         files = D.record_files(os.path.join(args.data, target))
-        asts = D.featurize_target(args.data, target, args.tempo, os.path.join(ROOT, "training", "cache"))
+        asts = D.featurize_target(args.data, target, args.tempo,
+                                  os.path.join(ROOT, "training", "cache"), args.features)
         records = [rec for f in files for _, rec in D.iter_jsonl(f)]
         if len(asts) != len(records):
             raise D.DataError(f"{target}: {len(records)} records but {len(asts)} compact ASTs")

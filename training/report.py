@@ -121,7 +121,9 @@ def render(results: List[dict]) -> str:
         out.append(f"Data: targets {', '.join(d.get('targets', []))}; {d.get('records', '?')} "
                    f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
                    f"≤ {d.get('noise_max_cv')}); split file "
-                   f"`{res.get('split_file', '?')}` (seed {res.get('seed')}); run {res.get('date', '?')}.")
+                   f"`{res.get('split_file', '?')}` (seed {res.get('seed')}); run {res.get('date', '?')}. "
+                   f"Features: CDMPP `{(res.get('cdmpp') or {}).get('features', 'ansor')}`, the "
+                   f"baselines Ansor's 164 columns.")
         spans = {k: v for k, v in (res.get("measured") or {}).items() if v}
         if spans:
             out.append("Measured (UTC; the host's speed drifts by tens of percent over hours, so "

@@ -34,8 +34,8 @@ from training import cdmpp as C
 from training import metrics as M
 from training import report as R
 from training import splits as S
-from training.data import (DataError, Dataset, find_tempo_binary, load_records, load_target_info,
-                           log)
+from training.data import (FEATURE_SETS, DataError, Dataset, find_tempo_binary, load_records,
+                           load_target_info, log)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -117,7 +117,7 @@ def load_dataset(cfg: dict, targets: List[str], out_dir: str) -> Dataset:
     return load_records(cfg["data"], targets, tempo_binary=cfg.get("tempo_binary") or None,
                         cache_dir=os.path.join(HERE, "cache"), noise_max_cv=cfg["noise_max_cv"],
                         min_records_per_task=int(cfg.get("min_records_per_task", 0)),
-                        noise_stat=cfg.get("noise_stat", "std"),
+                        noise_stat=cfg.get("noise_stat", "std"), feature_set=tc.features,
                         max_leaves=None if flatten else mc.max_leaves,
                         exact_leaves=mc.max_leaves if flatten else None)
 
@@ -178,6 +178,7 @@ class Runner:
             return
         cfg = self.cfg
         prog = cfg.get("progress", True)
+        ds = ds.first_columns(FEATURE_SETS["ansor"])  # TVM's cost models read Ansor's features
         for target in ("log", "throughput"):
             xm = B.train_xgboost(ds, train, val, target=target, params=cfg["xgboost"],
                                  threads=cfg["threads"], seed=cfg["seed"], progress=prog)

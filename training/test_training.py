@@ -314,6 +314,23 @@ class Data(_SyntheticData, unittest.TestCase):
         key = f"{first['task']}#{first['sid']}@t"
         self.assertAlmostEqual(ds.latency[ds.keys.index(key)], later["latency_s"]["mean"])
 
+    def test_feature_sets(self):
+        ds = self.load()                                 # synthetic ASTs: Ansor's 164 columns
+        with self.assertRaisesRegex(D.DataError, "rows have 164 values, expected 174 "
+                                                 "\\(feature set ansor\\+loops\\)"):
+            self.load(feature_set="ansor+loops")
+        with self.assertRaisesRegex(D.DataError, "unknown feature set 'tvm'"):
+            self.load(feature_set="tvm")
+        cut = ds.first_columns(24)
+        np.testing.assert_array_equal(cut.rows, ds.rows[:, :24])
+        self.assertIs(ds.first_columns(164), ds)
+        np.testing.assert_array_equal(cut.pack_sum([3]), ds.pack_sum([3])[:, :24])
+        tc = C.TrainConfig(features="ansor+loops", max_steps=1, progress=False)
+        self.assertEqual((tc.model_config().feature_dim, tc.model_config().features),
+                         (174, "ansor+loops"))
+        with self.assertRaisesRegex(ValueError, "rows have 164 columns, the model takes 174"):
+            C.train(ds, np.arange(10), np.arange(10, 20), tc)
+
     def test_noise_measures(self):
         ls = {"mean": 2.0, "std": 0.5, "costs": [1.0, 1.0, 1.1, 0.9, 5.0]}
         self.assertAlmostEqual(D.noise_of(ls, "std"), 0.25)

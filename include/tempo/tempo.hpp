@@ -11,5 +11,6 @@
 #include "tempo/core/workspace.hpp"
 #include "tempo/models/cdmpp_model.hpp"
 #include "tempo/program/compact_ast.hpp"
+#include "tempo/program/feature_set.hpp"
 #include "tempo/program/jsonl.hpp"
 #include "tempo/program/validate.hpp"

@@ -31,9 +31,10 @@ inline constexpr const char* kLabUsage =
     "\n"
     "commands:\n"
     "  tasks                      list tasks: index, weight, networks, GFLOP, key\n"
-    "  sample --task T [-n N] [--seed S]\n"
+    "  sample --task T [-n N] [--seed S] [--features ansor|ansor+loops]\n"
     "                             N distinct random schedules of task T as JSON Lines\n"
-    "                             {task, op, shape, networks, schedule, flops, ast, graph}\n"
+    "                             {task, op, shape, networks, schedule, flops, ast, graph};\n"
+    "                             the ASTs' columns: the feature set a model names\n"
     "  emit --task T [--seed S | --schedule FILE] [--symbol NAME]\n"
     "                             C source of one scheduled program (a sampled one, or the\n"
     "                             schedule object of FILE: a record line or a bare schedule)\n"
@@ -46,6 +47,7 @@ struct LabOptions {
     std::string command, workloads, task, schedule_file, symbol = "tempo_program";
     int count = 1;
     std::uint64_t seed = 1;
+    FeatureSet features = FeatureSet::ansor;
 };
 
 inline LabOptions parse_lab_options(const std::vector<std::string>& args,
@@ -73,6 +75,8 @@ inline LabOptions parse_lab_options(const std::vector<std::string>& args,
             o.schedule_file = value();
         else if (a == "--symbol")
             o.symbol = loopnest::c_identifier(value());
+        else if (a == "--features")
+            o.features = feature_set_from_name(value(), "--features");
         else
             throw Error("tempo lab " + o.command, "unknown option '" + a + "'");
     }
@@ -110,9 +114,9 @@ inline int lab_tasks(const LabOptions& o, std::ostream& out) {
 // One program as a dataset record without measurements.
 inline json::Value program_record(const WorkloadTask& wt, const loopnest::ComputeDag& dag,
                                   const loopnest::Schedule& sch,
-                                  const loopnest::LoweredProgram& prog) {
+                                  const loopnest::LoweredProgram& prog, FeatureSet features) {
     using namespace loopnest;
-    CompactAst ast = featurize(prog);
+    CompactAst ast = featurize(prog, features);
     ast.flops = flop_count(dag);
     json::Value::Object networks;
     for (const auto& [k, v] : wt.networks) networks.push_back({k, v});
@@ -151,7 +155,7 @@ inline int lab_sample(const LabOptions& o, std::ostream& out) {
         LoweredProgram prog = Lowerer(dag, s).run();
         if (!seen.insert(to_string(prog)).second) continue;
         kept.push_back(s);
-        out << json::dump(program_record(wt, dag, s, prog)) << "\n";
+        out << json::dump(program_record(wt, dag, s, prog, o.features)) << "\n";
     }
     return 0;
 }

@@ -36,8 +36,9 @@ inline constexpr const char* kDataUsage =
     "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B] [--since UTC-TIME]\n"
     "      re-time N random records (only those whose others_busy ≤ B and those measured\n"
     "      since the time, if given), report agreement\n"
-    "  featurize --target ID [-o FILE] [--with-latency]\n"
-    "      rebuild every record's compact AST (+ device features) as JSON Lines, timed\n"
+    "  featurize --target ID [-o FILE] [--with-latency] [--features ansor|ansor+loops]\n"
+    "      rebuild every record's compact AST (+ device features) as JSON Lines, timed;\n"
+    "      ansor+loops appends tempo's 10 loop-extension columns to Ansor's 164\n"
     "\n"
     "common: --data DIR (default: data), --workloads DIR (default: the lab's own)\n"
     "  --files LIST: comma-separated substrings of workload file stems (e.g. _b1_)\n"
@@ -76,6 +77,7 @@ struct DataOptions {
     double core_floor = 0.98; // core gate: ≥ F × the target's median probe multiply; < 0: off
     std::size_t rotate_records = 1000;
     bool with_latency = false, pipeline = false;
+    FeatureSet features = FeatureSet::ansor;
     std::vector<std::string> positional;
 };
 
@@ -146,6 +148,8 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             o.out = value();
         else if (a == "--with-latency")
             o.with_latency = true;
+        else if (a == "--features")
+            o.features = feature_set_from_name(value(), "--features");
         else if (a == "--pipeline")
             o.pipeline = true;
         else if (a == "--quiet") {
@@ -1190,7 +1194,7 @@ inline int lab_featurize(const DataOptions& o) {
                           << r.find("sid")->as_string()
                           << " (the lab's lowering or codegen changed since it was measured)\n";
         }
-        CompactAst ast = loopnest::featurize(prog);
+        CompactAst ast = loopnest::featurize(prog, o.features);
         ast.flops = r.find("flops")->as_double();
         ast.id = key + "#" + sid;
         json::Value v = loopnest::compact_ast_to_json(ast);

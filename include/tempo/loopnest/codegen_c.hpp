@@ -13,6 +13,7 @@
 
 #include "tempo/loopnest/bounds.hpp"
 #include "tempo/loopnest/loop_tree.hpp"
+#include "tempo/loopnest/unroll.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -27,7 +28,6 @@
 namespace tempo::loopnest {
 
 inline constexpr std::int64_t kStackBufferLimit = 16384; // floats; larger buffers use the heap
-inline constexpr int kMaxUnrollDepth = 8;
 
 inline std::string c_identifier(const std::string& name) {
     std::string out;
@@ -52,13 +52,14 @@ struct CodegenOptions {
     // Caps auto_unroll_max_step when deciding what to unroll. 512 is TVM's own range; gcc -O3
     // can spend tens of seconds (alias walking) on 512-statement unrolled nests, so batches
     // that must compile fast can lower it.
-    std::int64_t max_unroll_steps = 512;
+    std::int64_t max_unroll_steps = kDefaultMaxUnrollSteps;
 };
 
 class CEmitter {
 public:
     CEmitter(const LoweredProgram& p, std::string symbol, CodegenOptions options = {})
-        : p_(p), symbol_(std::move(symbol)), options_(options) {
+        : p_(p), symbol_(std::move(symbol)), options_(options),
+          unrolled_(auto_unrolled_loops(p.root, options.max_unroll_steps)) {
         int max_var = 0;
         max_var_of(p.root, max_var);
         env_.assign(static_cast<std::size_t>(max_var) + 1, Interval{});
@@ -70,7 +71,7 @@ public:
         std::size_t arg = 0;
         for (int t : p_.inputs) bind_argument(t, arg++, true);
         bind_argument(p_.output, arg, false);
-        emit(p_.root, 1, 0);
+        emit(p_.root, 1);
         out_ << "}\n";
         return out_.str();
     }
@@ -99,42 +100,12 @@ private:
         return std::find(arguments_.begin(), arguments_.end(), t) != arguments_.end();
     }
 
-    // TVM UnrollLoop: bottom-up, a serial loop unrolls when everything inside unrolled, the
-    // unrolled depth stays ≤ 8 and extent × statements ≤ max_step. Vectorised loops count as
-    // one statement. Returns {all unrolled, statements, depth} of the subtree.
-    struct UnrollInfo {
-        bool unrolled = true;
-        std::int64_t steps = 0;
-        int depth = 0;
-    };
-    UnrollInfo unroll_info(const LoopNode& n, std::int64_t max_step) {
-        if (n.kind == NodeKind::Store) return {true, 1, 0};
-        if (n.kind == NodeKind::Attr && n.attr_key == kPragmaAutoUnroll)
-            max_step = std::min(n.attr_value, options_.max_unroll_steps);
-        UnrollInfo inner;
-        for (const auto& c : n.children) {
-            UnrollInfo ci = unroll_info(c, max_step);
-            inner.unrolled &= ci.unrolled;
-            inner.steps += ci.steps;
-            inner.depth = std::max(inner.depth, ci.depth);
-        }
-        if (n.kind != NodeKind::For) return inner;
-        if (n.for_kind == ForKind::Vectorized) return {inner.unrolled, 1, inner.depth};
-        const bool unroll = n.for_kind != ForKind::Parallel && inner.unrolled && max_step > 0 &&
-                            n.extent * inner.steps <= max_step &&
-                            inner.depth + 1 <= kMaxUnrollDepth;
-        if (unroll) unrolled_.insert(&n);
-        return unroll ? UnrollInfo{true, n.extent * inner.steps, inner.depth + 1}
-                      : UnrollInfo{false, 1, inner.depth};
-    }
-
-    void emit(const LoopNode& n, int depth, std::int64_t max_step) {
+    void emit(const LoopNode& n, int depth) {
         const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
         switch (n.kind) {
         case NodeKind::Attr:
-            if (n.attr_key == kPragmaAutoUnroll) {
-                unroll_info(n, std::min(n.attr_value, options_.max_unroll_steps));
-                for (const auto& c : n.children) emit(c, depth, n.attr_value);
+            if (n.attr_key == kPragmaAutoUnroll) { // its loops are in unrolled_
+                for (const auto& c : n.children) emit(c, depth);
                 return;
             }
             break;
@@ -147,14 +118,14 @@ private:
             out_ << pad << "for (int " << v << " = 0; " << v << " < " << n.extent << "; ++" << v
                  << ") {\n";
             env_[n.var] = Interval{0, n.extent - 1};
-            for (const auto& c : n.children) emit(c, depth + 1, max_step);
+            for (const auto& c : n.children) emit(c, depth + 1);
             env_[n.var] = Interval{0, 0};
             out_ << pad << "}\n";
             return;
         }
         case NodeKind::Realize: {
             if (is_argument(n.tensor)) break;
-            emit_realize(n, depth, max_step);
+            emit_realize(n, depth);
             return;
         }
         case NodeKind::Store:
@@ -163,10 +134,10 @@ private:
         default:
             break;
         }
-        for (const auto& c : n.children) emit(c, depth, max_step);
+        for (const auto& c : n.children) emit(c, depth);
     }
 
-    void emit_realize(const LoopNode& n, int depth, std::int64_t max_step) {
+    void emit_realize(const LoopNode& n, int depth) {
         const std::string pad(static_cast<std::size_t>(depth) * 2, ' ');
         std::int64_t elements = 1;
         for (auto e : n.region_extent) elements *= e;
@@ -184,7 +155,7 @@ private:
         }
         Buffer saved = buffers_.count(n.tensor) ? buffers_[n.tensor] : Buffer{};
         buffers_[n.tensor] = Buffer{name, n.region_min, n.region_extent};
-        for (const auto& c : n.children) emit(c, depth + 1, max_step);
+        for (const auto& c : n.children) emit(c, depth + 1);
         buffers_[n.tensor] = saved;
         if (!on_stack) out_ << pad << "  free(" << name << ");\n";
         out_ << pad << "}\n";

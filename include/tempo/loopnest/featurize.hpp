@@ -1,7 +1,8 @@
-// Ansor's 164 per-store features in the Tenset dialect, and CDMPP's compact AST (one feature
-// row per buffer store, pre-order node ids, the -1-closed tree serialization). The procedure
-// follows the feature specification (ansor_features.md, sections 1, 2 and 4) step by step,
-// quirks included, because trained models expect exactly these numbers.
+// Ansor's 164 per-store features in the Tenset dialect (+ tempo's optional loop extension), and
+// CDMPP's compact AST (one feature row per buffer store, pre-order node ids, the -1-closed tree
+// serialization). The procedure follows the feature specification (ansor_features.md, sections
+// 1, 2 and 4) step by step, quirks included, because trained models expect exactly these
+// numbers.
 //
 // Choices where Tenset depends on hash-map order (spec section 6): slots that tie on all sort
 // keys keep access order (the stored buffer, then loads in pre-order), and unique_lines uses
@@ -10,17 +11,20 @@
 
 #include "tempo/loopnest/bounds.hpp"
 #include "tempo/loopnest/loop_tree.hpp"
+#include "tempo/loopnest/unroll.hpp"
 #include "tempo/program/compact_ast.hpp"
+#include "tempo/program/feature_set.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 namespace tempo::loopnest {
 
-inline constexpr std::size_t kFeatureDim = 164;
+inline constexpr std::size_t kFeatureDim = kAnsorFeatureDim;
 inline constexpr double kCacheLineBytes = 64.0;
 inline constexpr int kMaxBufferSlots = 5;
 
@@ -144,11 +148,14 @@ inline void collect_accesses(const ExprNode& e, std::vector<Access>& acc) {
 // Walks a lowered program once and produces its compact AST.
 class Featurizer {
 public:
-    explicit Featurizer(const LoweredProgram& program) : prog_(program) {}
+    explicit Featurizer(const LoweredProgram& program, FeatureSet set = FeatureSet::ansor)
+        : prog_(program), set_(set) {
+        if (set_ == FeatureSet::ansor_loops) unrolled_ = auto_unrolled_loops(prog_.root);
+    }
 
     CompactAst run() {
         ast_ = CompactAst{};
-        ast_.feature_dim = kFeatureDim;
+        ast_.feature_dim = feature_dim(set_);
         next_id_ = 0;
         touch_.clear();
         visit(prog_.root);
@@ -271,8 +278,35 @@ private:
     }
 
     void store_features(const LoopNode& s);
+    void loop_extension(const std::vector<feature_detail::Access>& acc,
+                        const std::vector<int>& store_vars, float* out) const;
+
+    // Elements an access moves by when loop var v steps (Ansor's stride: the smallest over
+    // the access's index tuples); 0 when v is not in its indices.
+    std::int64_t stride_of(const feature_detail::Access& a, int v) const {
+        const auto& shape = prog_.tensors[a.tensor].shape;
+        std::int64_t best = 0;
+        bool found = false;
+        for (const auto* tuple : a.tuples) {
+            std::int64_t shape_stride = 1;
+            for (int d = static_cast<int>(tuple->size()) - 1; d >= 0; --d) {
+                CoefficientWalk w{v};
+                w.visit(*(*tuple)[d]);
+                if (w.vv) {
+                    const std::int64_t cand = std::abs(w.result()) * shape_stride;
+                    best = found ? std::min(best, cand) : cand;
+                    found = true;
+                    break;
+                }
+                shape_stride *= shape[d];
+            }
+        }
+        return found ? best : 0;
+    }
 
     const LoweredProgram& prog_;
+    FeatureSet set_;
+    std::set<const LoopNode*> unrolled_; // auto-unrolled loops (loop extension only)
     CompactAst ast_;
     std::int32_t next_id_ = 0;
     std::vector<LoopFrame> loops_;
@@ -363,30 +397,11 @@ inline void Featurizer::store_features(const LoopNode& s) {
                 }
         }
         // Stride and lines (with the innermost-extent `rr` quirk).
-        auto compute_stride = [&](int v) {
-            std::int64_t best = 0;
-            bool found = false;
-            for (const auto* tuple : a.tuples) {
-                std::int64_t shape_stride = 1;
-                for (int d = static_cast<int>(tuple->size()) - 1; d >= 0; --d) {
-                    CoefficientWalk w{v};
-                    w.visit(*(*tuple)[d]);
-                    if (w.vv) {
-                        std::int64_t cand = std::abs(w.result()) * shape_stride;
-                        best = found ? std::min(best, cand) : cand;
-                        found = true;
-                        break;
-                    }
-                    shape_stride *= shape[d];
-                }
-            }
-            return found ? best : 0;
-        };
         std::int64_t stride = 0;
         double rr = 1;
         int i = n - 1;
         for (; i >= 0; --i) {
-            stride = compute_stride(loops_[i].node->var);
+            stride = stride_of(acc[ai], loops_[i].node->var);
             if (stride != 0) break;
             rr *= static_cast<double>(loops_[n - 1].node->extent);
         }
@@ -462,7 +477,7 @@ inline void Featurizer::store_features(const LoopNode& s) {
 
     // Encoding.
     const std::size_t row = ast_.features.size();
-    ast_.features.resize(row + kFeatureDim, 0.0f);
+    ast_.features.resize(row + ast_.feature_dim, 0.0f);
     float* out = ast_.features.data() + row;
     auto put = [&](int idx, double v) { out[idx] = static_cast<float>(v); };
     for (int k = 0; k < 16; ++k)
@@ -515,10 +530,45 @@ inline void Featurizer::store_features(const LoopNode& s) {
     put(161, slog(P));
     put(162, slog(n));
     put(163, slog(static_cast<double>(auto_unroll_)));
+    if (set_ == FeatureSet::ansor_loops)
+        loop_extension(acc, access_vars.front(), out + kFeatureDim);
 }
 
-inline CompactAst featurize(const LoweredProgram& program) {
-    return Featurizer(program).run();
+// tempo's loop extension (FeatureSet::ansor_loops, after Ansor's 164 columns). Ansor's
+// features describe TVM's explicit vectorisation; here gcc -O3 compiles the C and vectorises
+// (or not) the loops the schedule leaves plain, so the extension describes the two loops gcc's
+// vectoriser sees: the store's innermost loop, and its innermost loop that stays a loop after
+// unrolling. Per loop, 4 columns: slog(extent); 1 when the store's indices do not use it (a
+// reduction: gcc does not vectorise float reductions without -ffast-math); 1 when every
+// access moves by 0 or 1 element with it; slog(number of accesses that move by more). Then
+// 2 flags: the innermost loop is vectorised; it is unrolled (by the schedule or auto-unroll).
+inline void Featurizer::loop_extension(const std::vector<feature_detail::Access>& acc,
+                                       const std::vector<int>& store_vars, float* out) const {
+    const auto describe = [&](const LoopNode& loop, float* o) {
+        int strided = 0;
+        for (const auto& a : acc) strided += stride_of(a, loop.var) > 1;
+        o[0] = static_cast<float>(slog(static_cast<double>(loop.extent)));
+        o[1] = std::find(store_vars.begin(), store_vars.end(), loop.var) == store_vars.end();
+        o[2] = strided == 0;
+        o[3] = static_cast<float>(slog(strided));
+    };
+    const auto unrolled = [&](const LoopNode& loop) {
+        return loop.for_kind == ForKind::Unrolled || unrolled_.count(&loop) > 0;
+    };
+    if (loops_.empty()) return;
+    const LoopNode& innermost = *loops_.back().node;
+    describe(innermost, out);
+    for (auto it = loops_.rbegin(); it != loops_.rend(); ++it)
+        if (!unrolled(*it->node)) {
+            describe(*it->node, out + 4);
+            break;
+        }
+    out[8] = innermost.for_kind == ForKind::Vectorized;
+    out[9] = unrolled(innermost);
+}
+
+inline CompactAst featurize(const LoweredProgram& program, FeatureSet set = FeatureSet::ansor) {
+    return Featurizer(program, set).run();
 }
 
 } // namespace tempo::loopnest

@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tempo/io/json.hpp"
 #include "tempo/kernels/epilogue.hpp"
+#include "tempo/program/feature_set.hpp"
 
 namespace tempo {
 
@@ -23,6 +25,9 @@ struct CdmppConfig {
     std::vector<std::size_t> embed_dims, device_dims, decoder_dims;
     bool device = false;
     float pe_scale = 1.0f; // amplitude of the tree PE added to the features (CDMPP: 1)
+    // The columns the model was trained on; absent in files that do not say (older files,
+    // synthetic fixtures): then only feature_dim is known.
+    std::optional<FeatureSet> features;
 
     static constexpr std::size_t kDeviceFeatures = 8;
 
@@ -36,7 +41,7 @@ struct CdmppConfig {
         node.only_keys({"feature_dim", "d_model", "heads", "ffn_dim", "layers", "activation",
                         "norm_first", "final_norm", "layer_norm_eps", "pooling", "max_leaves",
                         "embed_dims", "device", "device_dims", "decoder_dims", "dropout", "bn_eps",
-                        "pe_scale"});
+                        "pe_scale", "features"});
         CdmppConfig c;
         auto positive = [&](const char* key) {
             const std::uint64_t v = node[key].as_uint64();
@@ -87,6 +92,14 @@ struct CdmppConfig {
             c.pe_scale = pe->as_float();
             if (!(c.pe_scale >= 0.0f) || !std::isfinite(c.pe_scale))
                 pe->fail("must be a finite number >= 0");
+        }
+        if (auto f = node.find("features")) {
+            const std::string& name = f->as_string();
+            c.features = find_feature_set(name);
+            if (!c.features) f->fail(unknown_feature_set(name));
+            if (tempo::feature_dim(*c.features) != c.feature_dim)
+                f->fail(name + " rows have " + std::to_string(tempo::feature_dim(*c.features)) +
+                        " columns, feature_dim is " + std::to_string(c.feature_dim));
         }
         c.embed_dims = sizes("embed_dims");
         if (c.embed_dims.empty()) node["embed_dims"].fail("needs at least one layer");

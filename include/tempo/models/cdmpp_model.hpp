@@ -208,7 +208,7 @@ inline CdmppModel::CdmppModel(const io::SafeTensors& file, LoadOptions options) 
 
     const CdmppConfig& c = config_;
     limits_ = {c.feature_dim, c.max_leaves, c.pooling == CdmppConfig::Pooling::flatten,
-               c.device ? CdmppConfig::kDeviceFeatures : 0};
+               c.device ? CdmppConfig::kDeviceFeatures : 0, c.features};
     detail::TensorReader read(file);
 
     const float* mn = read("norm.min", {c.feature_dim});

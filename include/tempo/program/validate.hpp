@@ -9,19 +9,22 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "tempo/core/error.hpp"
 #include "tempo/program/compact_ast.hpp"
+#include "tempo/program/feature_set.hpp"
 
 namespace tempo {
 
 struct AstLimits {
     std::size_t feature_dim = 164;
     std::size_t max_leaves = 16;
-    bool exact_leaves = false;  // flatten pooling takes exactly max_leaves
-    std::size_t device_dim = 0; // 0: the model takes no device features
+    bool exact_leaves = false;          // flatten pooling takes exactly max_leaves
+    std::size_t device_dim = 0;         // 0: the model takes no device features
+    std::optional<FeatureSet> features; // named in the width error when the model states it
 };
 
 namespace detail {
@@ -39,7 +42,10 @@ inline void validate(const CompactAst& ast, const AstLimits& limits, std::string
     if (ast.feature_dim != limits.feature_dim)
         bad_field(where, "features",
                   "rows of " + std::to_string(ast.feature_dim) + " values, the model takes " +
-                      std::to_string(limits.feature_dim));
+                      std::to_string(limits.feature_dim) +
+                      (limits.features ? std::string(" (feature set ") +
+                                             feature_set_name(*limits.features) + ")"
+                                       : std::string()));
     if (n == 0) bad_field(where, "leaf_ids", "no leaves");
     if (n > limits.max_leaves || (limits.exact_leaves && n != limits.max_leaves))
         bad_field(where, "leaf_ids",
