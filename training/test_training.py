@@ -531,7 +531,8 @@ class Training(_SyntheticData, unittest.TestCase):
 class EndToEnd(_SyntheticData, unittest.TestCase):
     def test_quick_runs(self):
         out = os.path.join(self.tmp.name, "out")
-        args = ["--quick", "--no-progress", "--data", self.data, "--out", out]
+        ansor = ["--set", 'cdmpp.features="ansor"']  # the synthetic ASTs: Ansor's 164 columns
+        args = ["--quick", "--no-progress", "--data", self.data, "--out", out] + ansor
         quiet(run.main, ["random", "--targets", SYNTHETIC_TARGETS[0]] + args)
         model = os.path.join(out, "models", f"cdmpp-compact-{SYNTHETIC_TARGETS[0]}.safetensors")
         tensors, meta = safetensors_io.load_file(model)
@@ -571,7 +572,7 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
                          "--set", "cross_device.train_targets=" + json.dumps(list(SYNTHETIC_TARGETS[:2])),
                          "--set", "cross_device.test_targets=" + json.dumps([SYNTHETIC_TARGETS[2]]),
                          "--set", "cross_device.fractions=[0.05]",
-                         "--set", "cross_device.selections=[\"kmeans\"]"])
+                         "--set", "cross_device.selections=[\"kmeans\"]"] + ansor)
         t2, meta2 = safetensors_io.load_file(os.path.join(out2, "models", "cdmpp-compact-cross-device.safetensors"))
         self.assertTrue(json.loads(meta2["tempo.config"])["device"])
         self.assertIn("device_mlp.0.linear.weight", t2)
