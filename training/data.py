@@ -13,6 +13,7 @@ model's (x, mask, device) tensors exactly as `converters.cdmpp_torch.preprocess`
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -22,7 +23,6 @@ import re
 import subprocess
 import sys
 import zlib
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
