@@ -8,7 +8,9 @@ selection and the full set (lower = more representative).
 tempo's budget is a fraction of the target's samples: k = ceil(budget / mean records per
 task) tasks are picked in that order (further rounds over the clusters if the budget is not
 reached), their records taken in pick order, the last task's cut at random to the budget.
-The baseline picks the same number of samples uniformly at random.
+Two baselines take the same number of samples: whole tasks in a random order (what profiling
+tasks without a selection method gives: the like-for-like comparison) and records uniformly
+at random (which touches nearly every task).
 """
 from __future__ import annotations
 
@@ -74,6 +76,23 @@ def kmeans_task_order(x: np.ndarray, task_ids: Sequence[int], k: int, seed: int 
     return picked
 
 
+def take_tasks(order: Sequence[int], task_ids: Sequence[int], budget: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """Positions of `budget` samples: every sample of the tasks in `order`, in that order, the
+    last task's cut at random to the budget."""
+    task_ids = np.asarray(task_ids)
+    chosen: List[int] = []
+    for t in order:
+        need = budget - len(chosen)
+        if need <= 0:
+            break
+        members = np.flatnonzero(task_ids == t)
+        if len(members) > need:
+            members = np.sort(rng.choice(members, need, replace=False))
+        chosen.extend(int(m) for m in members)
+    return np.asarray(chosen, dtype=np.int64)
+
+
 def kmeans_select(x: np.ndarray, task_ids: Sequence[int], budget: int, seed: int = 0) -> np.ndarray:
     """Positions (into x / task_ids) of `budget` samples chosen by CDMPP's KMeans procedure."""
     task_ids = np.asarray(task_ids)
@@ -81,17 +100,15 @@ def kmeans_select(x: np.ndarray, task_ids: Sequence[int], budget: int, seed: int
     n_tasks = len(np.unique(task_ids))
     k = max(1, math.ceil(budget / (len(task_ids) / n_tasks)))
     order = kmeans_task_order(x, task_ids, k, seed)
+    return take_tasks(order, task_ids, budget, np.random.default_rng(seed))
+
+
+def random_task_select(task_ids: Sequence[int], budget: int, seed: int = 0) -> np.ndarray:
+    """Positions of `budget` samples taken as whole tasks in a uniformly random order."""
+    task_ids = np.asarray(task_ids)
+    budget = int(min(max(budget, 1), len(task_ids)))
     rng = np.random.default_rng(seed)
-    chosen: List[int] = []
-    for t in order:
-        members = np.flatnonzero(task_ids == t)
-        need = budget - len(chosen)
-        if need <= 0:
-            break
-        if len(members) > need:
-            members = np.sort(rng.choice(members, need, replace=False))
-        chosen.extend(int(m) for m in members)
-    return np.asarray(chosen, dtype=np.int64)
+    return take_tasks(rng.permutation(np.unique(task_ids)), task_ids, budget, rng)
 
 
 def random_select(n: int, budget: int, seed: int = 0) -> np.ndarray:

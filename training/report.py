@@ -24,7 +24,8 @@ SPLIT_TEXT = {
     "cross-model": "Every task that occurs in a hold-out network is the test set; all other tasks train.",
     "cross-device": "Train on the train targets' records, test on other targets: zero-shot (device "
                     "features only) and with a fraction of the test target's records added to "
-                    "training, chosen by CDMPP's KMeans procedure or at random. The lab times the "
+                    "training, chosen by CDMPP's KMeans procedure (whole tasks), as whole tasks at random, or as "
+                    "records at random. The lab times the "
                     "same programs on every target (`--programs-from`), so most test programs "
                     "were also timed on a training target: a model without device input that "
                     "recalls a program's latency there does well when the targets differ little.",
@@ -90,6 +91,8 @@ def table(result: dict) -> List[str]:
             "top-5", "train time", "params", "µs/pred (tempo)", "µs/pred (torch)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in result["rows"]:
+        if not r.get("in_table", True):
+            continue
         m = r["metrics"]
         us = r.get("us_per_prediction_tempo")
         lines.append("| " + " | ".join([
@@ -100,6 +103,45 @@ def table(result: dict) -> List[str]:
             _f(r.get("us_per_prediction_torch"), digits=1) if r.get("us_per_prediction_torch") else "–",
         ]) + " |")
     return lines
+
+
+def _mean_sd(values: List[float], pct: bool = False) -> str:
+    v = np.asarray([x for x in values if x is not None], dtype=np.float64)
+    if not len(v):
+        return "–"
+    k = 100 if pct else 1
+    mean = f"{k * v.mean():.1f}%" if pct else f"{v.mean():.3f}"
+    return mean + (f" ± {k * v.std(ddof=1):.1f}" if pct else f" ± {v.std(ddof=1):.3f}") * (len(v) > 1)
+
+
+def selection_table(result: dict) -> List[str]:
+    """Cross-device few-shot: the selection methods compared over their selection seeds. Each
+    seed's methods are judged on the same records (those none of them chose); the zero-shot
+    column is the model before fine-tuning on those records."""
+    tuned = [r for r in result["rows"] if r.get("selection") and "selection_seed" in r]
+    if not tuned:
+        return []
+    zero = {(r["target"], r["fraction"], r["selection_seed"]): r["metrics"]["mape"]
+            for r in result["rows"] if "selection_seed" in r and not r.get("selection")}
+    groups = {}
+    for r in tuned:
+        groups.setdefault((r["target"], r["fraction"], r["selection"]), []).append(r)
+    head = ["target", "fraction", "selection", "seeds", "records (tasks) chosen",
+            "MAPE (mean ± sd)", "MAPE per seed", "Kendall τ", "zero-shot MAPE, same records"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (target, frac, method), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        rs = sorted(rs, key=lambda r: r["selection_seed"])
+        lines.append("| " + " | ".join([
+            target, f"{100 * frac:g}%", method, str(len(rs)),
+            ", ".join(f"{r.get('finetune_records', '?')} ({r.get('finetune_tasks', '?')})" for r in rs),
+            _mean_sd([r["metrics"]["mape"] for r in rs], pct=True),
+            ", ".join(_f(r["metrics"]["mape"], pct=True) for r in rs),
+            _mean_sd([r["metrics"]["kendall_tau"] for r in rs]),
+            _mean_sd([zero.get((target, frac, r["selection_seed"])) for r in rs], pct=True),
+        ]) + " |")
+    return ["Fine-tuning selections compared (CDMPP, fine-tuned): each selection seed draws "
+            "every method anew, and its methods are judged on the same records, the test "
+            "target's records none of them chose; mean ± sample sd over the seeds.", ""] + lines + [""]
 
 
 def render(results: List[dict]) -> str:
@@ -132,6 +174,7 @@ def render(results: List[dict]) -> str:
         out.append("")
         out += table(res)
         out.append("")
+        out += selection_table(res)
         pngs = [r for r in res["rows"] if r.get("scatter")]
         if pngs:
             out.append("Predicted vs measured: " + ", ".join(
@@ -176,6 +219,13 @@ def _data_cell(d: dict) -> str:
             f"(noise {d.get('noise_stat', 'std')} ≤ {d.get('noise_max_cv', '?')})")
 
 
+def _config_cell(card: dict) -> str:
+    """The named config and the feature set of its leaf rows (cards from before feature sets
+    name none: those models read Ansor's 164 columns)."""
+    features = ((card.get("training") or {}).get("hyperparameters") or {}).get("features")
+    return f"{card.get('config_name', '?')} ({features or 'ansor'})"
+
+
 def write_weights_index(weights_dir: str) -> str:
     """weights/README.md: one row per shipped model, from its card (written by --ship)."""
     cards = []
@@ -199,7 +249,7 @@ def write_weights_index(weights_dir: str) -> str:
         counts = sp.get("counts", {})
         for test_set, m in sorted(c.get("metrics", {}).items()):
             lines.append("| " + " | ".join([
-                f"`{c['model']}.safetensors`", c.get("config_name", "?"),
+                f"`{c['model']}.safetensors`", _config_cell(c),
                 _data_cell(d),
                 f"{sp.get('name', '?')} ({sp.get('seed', '?')})",
                 f"{counts.get('train', '?')} / {counts.get('val', '?')} / {counts.get('test', '?')}",

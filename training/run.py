@@ -31,6 +31,7 @@ import torch
 
 from training import baselines as B
 from training import cdmpp as C
+from training import kmeans_sampling as ks
 from training import metrics as M
 from training import report as R
 from training import splits as S
@@ -155,12 +156,12 @@ class Runner:
         return os.path.join(self.out, "splits") if self.args.quick else S.SPLITS_DIR
 
     def row(self, model: str, test_set: str, ds: Dataset, idx, pred_s=None, rank_key=None,
-            train_time_s=None, parameters=None, extra=None) -> dict:
+            train_time_s=None, parameters=None, extra=None, plot: bool = True) -> dict:
         idx = np.asarray(idx, dtype=np.int64)
         m = M.evaluate(ds.latency[idx], ds.task[idx], pred_s=pred_s, rank_key=rank_key)
         r = {"model": model, "test_set": test_set, "metrics": m, "train_time_s": train_time_s,
              "parameters": parameters}
-        if pred_s is not None and self.plots:
+        if pred_s is not None and self.plots and plot:
             name = R.slug(f"{self.experiment}-{model}-{test_set}") + ".png"
             R.scatter_png(os.path.join(self.plots, name), ds.latency[idx], pred_s,
                           f"{model} ({self.experiment})\n{test_set}; MAPE {100 * m['mape']:.1f}%")
@@ -197,14 +198,14 @@ class Runner:
                      train_time_s=mm.train_time_s, parameters=mm.parameters)
 
     def cdmpp_rows(self, res: C.TrainResult, name: str, ds: Dataset, tests: Dict[str, np.ndarray],
-                   extra=None) -> Dict[str, dict]:
+                   extra=None, plot: bool = True) -> Dict[str, dict]:
         out = {}
         for tname, idx in tests.items():
             pred = C.predict_seconds(res.model, ds, idx, res.norm)
             out[tname] = self.row(name, tname, ds, idx, pred_s=pred, train_time_s=res.train_time_s,
                                   parameters=res.parameters,
                                   extra=dict(extra or {}, best_epoch=res.best_epoch, steps=res.steps,
-                                             schedule=res.schedule))
+                                             schedule=res.schedule), plot=plot)
         return out
 
     def export(self, res: C.TrainResult, name: str, ds: Dataset, split: S.Split, split_file: str,
@@ -432,16 +433,16 @@ def exp_cross_device(cfg: dict, args) -> dict:
     ds = load_dataset(cfg, targets, rn.out)
     synthetic = is_synthetic(cfg, targets)
     split = S.cross_device_split(ds, train_t, test_t, cfg["seed"], cfg["val_fraction"],
-                                 dc["fractions"], dc["selections"])
+                                 dc["fractions"], dc["selections"],
+                                 selection_seeds=dc.get("selection_seeds") or [0])
     sf = S.write_split(split, ds, rn.splits_dir)
     if args.splits_only:
         log(f"split {sf}: {split.counts()}")
+    lo, hi = ds.norm_stats(split.train)
     for k, v in split.variants.items():
         sel = v["finetune"]
         xk = ds.pack_sum(sel) / ds.n_leaves[sel][:, None]
         xa = ds.pack_sum(v["test"]) / ds.n_leaves[v["test"]][:, None]
-        lo, hi = ds.norm_stats(split.train)
-        from training import kmeans_sampling as ks
         v["cmd_to_pool"] = ks.cmd(ks.program_vectors(xk, lo, hi), ks.program_vectors(xa, lo, hi))
         log(f"selection {k}: {len(sel)} records, {len(np.unique(ds.task[sel]))} tasks, "
             f"CMD to the rest {v['cmd_to_pool']:.4f}")
@@ -457,22 +458,35 @@ def exp_cross_device(cfg: dict, args) -> dict:
     rn.baselines(ds, split.train, split.val, zero_tests)
     ft_cfg = train_config(cfg, cmd_weight=dc.get("cmd_weight", 0.0),
                           max_epochs=int(dc.get("finetune_epochs", 5)), patience=10 ** 6)
+    seeds = split.params["selection_seeds"]
+    zero_shot_done = set()
     for key, v in split.variants.items():
-        label = f"{v['target']} ({v['method']} {100 * v['fraction']:g}%)"
-        tests = {label: v["test"]}
-        # zero-shot on exactly this variant's test records, for a like-for-like comparison
-        rn.cdmpp_rows(res, model_name(cfg, "device", "zero-shot"), ds, tests)
+        # the first selection seed's rows make the table (with plots and baselines); every
+        # seed's CDMPP rows feed the report's comparison of the selection methods
+        first = v["selection_seed"] == seeds[0]
+        at = f"{100 * v['fraction']:g}%" + (f", seed {v['selection_seed']}" if len(seeds) > 1 else "")
+        common = {"target": v["target"], "fraction": v["fraction"],
+                  "selection_seed": v["selection_seed"], "in_table": first}
+        rest = (v["target"], v["fraction"], v["selection_seed"])
+        if rest not in zero_shot_done:
+            # zero-shot on exactly the records the fine-tuned variants are judged on
+            zero_shot_done.add(rest)
+            rn.cdmpp_rows(res, model_name(cfg, "device", "zero-shot"), ds,
+                          {f"{v['target']} (not selected at {at})": v["test"]}, extra=common,
+                          plot=first)
+        label = f"{v['target']} ({v['method']} {at})"
         ft_train = finetune_set(split.train, v["finetune"], dc.get("finetune_target_share", 0.0))
         ft = C.train(ds, ft_train, v["finetune"], ft_cfg, out_dir=None, target_idx=v["test"],
                      device=True, init=res, desc=f"finetune {key}")
         ft.train_time_s += res.train_time_s
-        rn.cdmpp_rows(ft, model_name(cfg, "device", "fine-tuned"), ds, tests,
-                      extra={"selection": v["method"], "fraction": v["fraction"],
-                             "finetune_records": int(len(v["finetune"])),
-                             "selection_cmd": v["cmd_to_pool"]})
-        if dc.get("baselines_per_variant", True):
-            rn.baselines(ds, finetune_set(split.train, v["finetune"], 0.0), split.val, tests,
-                         tag="+target")
+        rn.cdmpp_rows(ft, model_name(cfg, "device", "fine-tuned"), ds, {label: v["test"]},
+                      extra=dict(common, selection=v["method"],
+                                 finetune_records=int(len(v["finetune"])),
+                                 finetune_tasks=int(len(np.unique(ds.task[v["finetune"]]))),
+                                 selection_cmd=v["cmd_to_pool"]), plot=first)
+        if first and dc.get("baselines_per_variant", True):
+            rn.baselines(ds, finetune_set(split.train, v["finetune"], 0.0), split.val,
+                         {label: v["test"]}, tag="+target")
     return rn.finish(ds, targets, [sf], synthetic,
                      parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
 

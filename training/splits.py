@@ -5,7 +5,9 @@
                 resnext_50, bert_base, bert_tiny) is the test set; the rest is training.
 - cross-device: train on the records of the train targets, test on the test targets;
                 few-shot variants move a fraction (1 %, 5 %) of each test target's records,
-                chosen by CDMPP's KMeans procedure or at random, into training.
+                chosen by CDMPP's KMeans procedure, as whole tasks at random or as records
+                at random, into training. The methods of one fraction and selection seed are
+                judged on the same records: those none of them chose.
 
 A validation set (early stopping) is drawn from training per (task, target), fraction
 `val_fraction`. Every draw uses numpy's default_rng([seed, crc32(group key)]) over the group's
@@ -105,20 +107,30 @@ def cross_model_split(ds: Dataset, holdout_networks: Sequence[str], seed: int = 
                                        "test_tasks": test_tasks}, train, val, test)
 
 
+SELECTION_METHODS = ("kmeans", "random-tasks", "random")
+
+
 def cross_device_split(ds: Dataset, train_targets: Sequence[str], test_targets: Sequence[str],
                        seed: int = 0, val_fraction: float = 0.1,
                        fractions: Sequence[float] = (0.01, 0.05),
                        methods: Sequence[str] = ("kmeans", "random"),
-                       norm=None) -> Split:
+                       norm=None, selection_seeds: Sequence[int] = (0,)) -> Split:
     """norm: (min, max) feature statistics for the KMeans program vectors (default: those of
-    the training records)."""
+    the training records). selection_seeds: each draws every method's selection anew (seed 0
+    keeps the draws of a split without it); a variant's test set is the target's records that
+    no method chose under the same fraction and selection seed, so that methods compare on
+    the same records."""
+    unknown = [m for m in methods if m not in SELECTION_METHODS]
+    if unknown:
+        raise ValueError(f"unknown selection method {unknown[0]!r} (known: {', '.join(SELECTION_METHODS)})")
     src = ds.indices_of_targets(train_targets)
     dst = ds.indices_of_targets(test_targets)
     train, val = _holdout_part(ds, src, val_fraction, seed, "val:")
     split = Split("cross-device", seed, {"train_targets": list(train_targets),
                                          "test_targets": list(test_targets),
                                          "val_fraction": val_fraction,
-                                         "fractions": list(fractions), "methods": list(methods)},
+                                         "fractions": list(fractions), "methods": list(methods),
+                                         "selection_seeds": list(selection_seeds)},
                   train, val, np.sort(dst))
     if not fractions or not methods:
         return split
@@ -127,22 +139,30 @@ def cross_device_split(ds: Dataset, train_targets: Sequence[str], test_targets: 
         pool = np.sort(ds.indices_of_targets([target]))
         if len(pool) == 0:
             continue
+        x = None
         for frac in fractions:
             budget = ks.budget_for(len(pool), frac)
-            for method in methods:
-                tseed = zlib.crc32(f"{seed}:{target}:{frac}:{method}".encode())
-                if method == "kmeans":
-                    n = ds.n_leaves[pool]
-                    x = ks.program_vectors(ds.pack_sum(pool) / n[:, None], lo, hi)
-                    pos = ks.kmeans_select(x, ds.task[pool], budget, seed=tseed % (2 ** 31))
-                elif method == "random":
-                    pos = ks.random_select(len(pool), budget, seed=tseed)
-                else:
-                    raise ValueError(f"unknown selection method {method!r}")
-                chosen = np.sort(pool[pos])
-                split.variants[f"{target}/{method}/{frac:g}"] = {
-                    "target": target, "method": method, "fraction": frac,
-                    "finetune": chosen, "test": np.setdiff1d(pool, chosen)}
+            for sel_seed in selection_seeds:
+                chosen_by = {}
+                for method in methods:
+                    salt = f"{seed}:{target}:{frac}:{method}" + (f":{sel_seed}" if sel_seed else "")
+                    tseed = zlib.crc32(salt.encode())
+                    if method == "kmeans":
+                        if x is None:
+                            n = ds.n_leaves[pool]
+                            x = ks.program_vectors(ds.pack_sum(pool) / n[:, None], lo, hi)
+                        pos = ks.kmeans_select(x, ds.task[pool], budget, seed=tseed % (2 ** 31))
+                    elif method == "random-tasks":
+                        pos = ks.random_task_select(ds.task[pool], budget, seed=tseed)
+                    else:
+                        pos = ks.random_select(len(pool), budget, seed=tseed)
+                    chosen_by[method] = np.sort(pool[pos])
+                rest = np.setdiff1d(pool, np.concatenate(list(chosen_by.values())))
+                for method, chosen in chosen_by.items():
+                    key = f"{target}/{method}/{frac:g}" + (f"/s{sel_seed}" if sel_seed else "")
+                    split.variants[key] = {"target": target, "method": method, "fraction": frac,
+                                           "selection_seed": int(sel_seed),
+                                           "finetune": chosen, "test": rest}
     return split
 
 

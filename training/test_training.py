@@ -188,6 +188,14 @@ class KMeansSelection(unittest.TestCase):
         a = quiet(ks.kmeans_select, x, task_ids, 25, seed=3)
         b = quiet(ks.kmeans_select, x, task_ids, 25, seed=3)
         np.testing.assert_array_equal(a, b)
+        for budget in (1, 15, 120):
+            sel = ks.random_task_select(task_ids, budget, seed=2)
+            self.assertEqual(len(set(sel.tolist())), budget)
+            picked = list(dict.fromkeys(task_ids[sel].tolist()))
+            for t in picked[:-1]:
+                self.assertEqual(int((task_ids[sel] == t).sum()), 10)
+        self.assertNotEqual(ks.random_task_select(task_ids, 30, seed=2).tolist(),
+                            ks.random_task_select(task_ids, 30, seed=5).tolist())
         r = ks.random_select(120, 12, seed=1)
         self.assertEqual(len(set(r.tolist())), 12)
         np.testing.assert_array_equal(r, ks.random_select(120, 12, seed=1))
@@ -473,15 +481,41 @@ class Splits(_SyntheticData, unittest.TestCase):
     def test_cross_device_split(self):
         tr, te = list(SYNTHETIC_TARGETS[:2]), list(SYNTHETIC_TARGETS[2:])
         ds = self.load(SYNTHETIC_TARGETS)
-        sp = quiet(S.cross_device_split, ds, tr, te, seed=0, fractions=[0.05], methods=["kmeans", "random"])
+        methods = ["kmeans", "random-tasks", "random"]
+        sp = quiet(S.cross_device_split, ds, tr, te, seed=0, fractions=[0.05], methods=methods,
+                   selection_seeds=[0, 1])
         self.assertEqual({ds.target_names[t] for t in ds.target[np.concatenate([sp.train, sp.val])]}, set(tr))
         self.assertEqual({ds.target_names[t] for t in ds.target[sp.test]}, set(te))
-        self.assertEqual(len(sp.variants), 4)
+        self.assertEqual(len(sp.variants), 3 * 2 * len(te))
+        groups = {}
         for v in sp.variants.values():
             pool = ds.indices_of_targets([v["target"]])
             self.assertEqual(len(v["finetune"]), ks.budget_for(len(pool), 0.05))
             self.assertEqual(len(np.intersect1d(v["finetune"], v["test"])), 0)
-            np.testing.assert_array_equal(np.union1d(v["finetune"], v["test"]), pool)
+            groups.setdefault((v["target"], v["selection_seed"]), []).append(v)
+        for (target, _), vs in groups.items():
+            # one test set per seed, judged by every method: the records none of them chose
+            self.assertEqual(sorted(v["method"] for v in vs), sorted(methods))
+            for v in vs:
+                np.testing.assert_array_equal(v["test"], vs[0]["test"])
+            chosen = np.concatenate([v["finetune"] for v in vs])
+            np.testing.assert_array_equal(np.union1d(chosen, vs[0]["test"]),
+                                          np.sort(ds.indices_of_targets([target])))
+            by = {v["method"]: v["finetune"] for v in vs}
+            for m in ("kmeans", "random-tasks"):      # whole tasks, the last one maybe cut
+                tasks = list(dict.fromkeys(ds.task[by[m]].tolist()))
+                for t in tasks[:-1]:
+                    self.assertEqual(int((ds.task[by[m]] == t).sum()),
+                                     int((ds.task[ds.indices_of_targets([target])] == t).sum()))
+        # a second selection seed draws anew; seed 0 keeps the draws of a split without seeds
+        t0 = te[0]
+        self.assertFalse(np.array_equal(sp.variants[f"{t0}/random/0.05"]["finetune"],
+                                        sp.variants[f"{t0}/random/0.05/s1"]["finetune"]))
+        alone = quiet(S.cross_device_split, ds, tr, te, seed=0, fractions=[0.05], methods=["random"])
+        np.testing.assert_array_equal(alone.variants[f"{t0}/random/0.05"]["finetune"],
+                                      sp.variants[f"{t0}/random/0.05"]["finetune"])
+        with self.assertRaisesRegex(ValueError, "unknown selection method 'best'"):
+            S.cross_device_split(ds, tr, te, fractions=[0.05], methods=["best"])
 
 
 # --------------------------------------------------------------------------------------
@@ -565,14 +599,16 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         for r in res["rows"]:
             if r.get("scatter"):
                 self.assertTrue(os.path.exists(os.path.join(out, "report", r["scatter"])))
-        # cross-device: the device branch, CMD, one KMeans few-shot variant (no baselines)
+        # cross-device: the device branch, CMD, KMeans and random-task few-shot variants over
+        # two selection seeds (no baselines)
         out2 = os.path.join(self.tmp.name, "out2")
         quiet(run.main, ["cross-device", "--quick", "--no-progress", "--data", self.data,
                          "--out", out2, "--skip-baselines",
                          "--set", "cross_device.train_targets=" + json.dumps(list(SYNTHETIC_TARGETS[:2])),
                          "--set", "cross_device.test_targets=" + json.dumps([SYNTHETIC_TARGETS[2]]),
                          "--set", "cross_device.fractions=[0.05]",
-                         "--set", "cross_device.selections=[\"kmeans\"]"] + ansor)
+                         "--set", "cross_device.selections=[\"kmeans\", \"random-tasks\"]",
+                         "--set", "cross_device.selection_seeds=[0, 1]"] + ansor)
         t2, meta2 = safetensors_io.load_file(os.path.join(out2, "models", "cdmpp-compact-cross-device.safetensors"))
         self.assertTrue(json.loads(meta2["tempo.config"])["device"])
         self.assertIn("device_mlp.0.linear.weight", t2)
@@ -588,6 +624,17 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertEqual(res2["measured"]["test"], ["2026-01-03T00:00:00Z", "2026-01-03T23:00:00Z"])
         md2 = open(os.path.join(out2, "report", "accuracy.md")).read()
         self.assertIn("test records 2026-01-03T00:00:00Z … 2026-01-03T23:00:00Z", md2)
+        # seed 0 makes the table (with plots), both seeds the comparison of the selections
+        tuned = [r for r in res2["rows"] if r["model"] == "cdmpp-compact-device-fine-tuned"]
+        self.assertEqual(sorted((r["selection"], r["selection_seed"]) for r in tuned),
+                         [("kmeans", 0), ("kmeans", 1), ("random-tasks", 0), ("random-tasks", 1)])
+        for r in tuned:
+            self.assertEqual(r["in_table"], r["selection_seed"] == 0)
+            self.assertEqual("scatter" in r, r["selection_seed"] == 0)
+        self.assertIn("(kmeans 5%, seed 0)", md2)
+        self.assertNotIn("(kmeans 5%, seed 1)", md2)
+        self.assertIn("Fine-tuning selections compared", md2)
+        self.assertRegex(md2, r"\| 5% \| kmeans \| 2 \| \d+ \(\d+\), \d+ \(\d+\) \| [\d.]+% ± [\d.]+ \|")
 
 
 class FinetuneSet(unittest.TestCase):
@@ -616,10 +663,15 @@ class WeightsIndex(unittest.TestCase):
                 json.dump(card, f)
             with open(R.write_weights_index(tmp)) as f:
                 rows = [l for l in f if l.startswith("| `")]
-        self.assertEqual(rows, ["| `cdmpp-compact-x.safetensors` | compact | x: 2280 records "
+        self.assertEqual(rows, ["| `cdmpp-compact-x.safetensors` | compact (ansor) | x: 2280 records "
                                 "(noise mad ≤ 0.05) | random (0) | 1638 / 181 / 461 | 59.4% | "
                                 "0.888 | 0.333 | 0.842 | 20.4 | 3.1e-07 over 461 programs | "
                                 "98,817 | 2026-12-02 |\n"])
+
+    def test_config_cell_names_the_feature_set(self):
+        card = {"config_name": "compact", "training": {"hyperparameters": {"features": "ansor+loops"}}}
+        self.assertEqual(R._config_cell(card), "compact (ansor+loops)")
+        self.assertEqual(R._config_cell({"config_name": "paper"}), "paper (ansor)")
 
     def test_data_cell_names_held_out_targets(self):
         d = {"targets": ["a", "b"], "test_targets": ["c"], "records": 10, "noise_stat": "mad",
