@@ -184,11 +184,17 @@ def render(results: List[dict]) -> str:
 
 
 def write_result(result: dict, results_dir: str) -> str:
-    """Stores one experiment's result JSON and regenerates accuracy.md. Returns the md path."""
+    """Stores one experiment's result JSON, removes the split's scatter plots that its rows no
+    longer name (a renamed test set would leave them behind) and regenerates accuracy.md.
+    Returns the md path."""
     os.makedirs(results_dir, exist_ok=True)
     with open(os.path.join(results_dir, f"accuracy.{result['split']}.json"), "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)
         f.write("\n")
+    named = {os.path.basename(r["scatter"]) for r in result["rows"] if r.get("scatter")}
+    for png in glob.glob(os.path.join(results_dir, "accuracy", f"{result['split']}-*.png")):
+        if os.path.basename(png) not in named:
+            os.remove(png)
     return regenerate(results_dir)
 
 

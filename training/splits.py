@@ -216,8 +216,10 @@ def write_split(split: Split, ds: Dataset, directory: str = SPLITS_DIR, tag: str
         json.dump(summary, f, indent=1, sort_keys=True)
         f.write("\n")
     members = {k: _members(ds, v) for k, v in parts.items()}
-    with gzip.open(base + ".members.json.gz", "wt") as f:
-        json.dump(members, f, sort_keys=True)
+    # mtime 0: the same split writes the same bytes (a rerun leaves git clean)
+    with open(base + ".members.json.gz", "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(json.dumps(members, sort_keys=True).encode())
     return base + ".json"
 
 

@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 import unittest
 from contextlib import redirect_stderr
 
@@ -465,6 +466,11 @@ class Splits(_SyntheticData, unittest.TestCase):
             mem = S.read_members(path)
             self.assertEqual(mem["test"], {ds.keys[i] for i in a.test})
             self.assertEqual(json.load(open(path))["seed"], 7)
+            members = path.replace(".json", ".members.json.gz")
+            first = open(members, "rb").read()
+            time.sleep(1.1)       # gzip stamps seconds: a later write must not differ
+            S.write_split(a, ds, tmp, tag="x")
+            self.assertEqual(open(members, "rb").read(), first)
 
     def test_cross_model_split(self):
         ds = self.load()
@@ -645,6 +651,20 @@ class FinetuneSet(unittest.TestCase):
         np.testing.assert_array_equal(out[:900], train)
         self.assertEqual(len(run.finetune_set(train, sel, 0.0)), 910)
         self.assertEqual(len(run.finetune_set(train, np.arange(2000, 2600), 0.25)), 1500)
+
+
+class Report(unittest.TestCase):
+    def test_a_result_removes_the_plots_its_split_no_longer_names(self):
+        row = {"model": "m", "test_set": "t", "metrics": {"records": 1}}
+        with tempfile.TemporaryDirectory() as tmp:
+            plots = os.path.join(tmp, "accuracy")
+            os.makedirs(plots)
+            for name in ("cross-device-m-old.png", "cross-device-m-kept.png", "random-m-t.png"):
+                open(os.path.join(plots, name), "w").close()
+            R.write_result({"split": "cross-device", "rows": [
+                dict(row, scatter="accuracy/cross-device-m-kept.png"), row]}, tmp)
+            self.assertEqual(sorted(os.listdir(plots)), ["cross-device-m-kept.png", "random-m-t.png"])
+            self.assertTrue(os.path.exists(os.path.join(tmp, "accuracy.md")))
 
 
 class WeightsIndex(unittest.TestCase):
