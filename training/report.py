@@ -107,6 +107,7 @@ def table(result: dict) -> List[str]:
 
 def _mean_sd(values: List[float], pct: bool = False) -> str:
     v = np.asarray([x for x in values if x is not None], dtype=np.float64)
+    v = v[np.isfinite(v)]
     if not len(v):
         return "–"
     k = 100 if pct else 1

@@ -123,6 +123,8 @@ def cross_device_split(ds: Dataset, train_targets: Sequence[str], test_targets: 
     unknown = [m for m in methods if m not in SELECTION_METHODS]
     if unknown:
         raise ValueError(f"unknown selection method {unknown[0]!r} (known: {', '.join(SELECTION_METHODS)})")
+    if len(set(selection_seeds)) != len(selection_seeds):
+        raise ValueError(f"selection seeds must be distinct, got {list(selection_seeds)}")
     src = ds.indices_of_targets(train_targets)
     dst = ds.indices_of_targets(test_targets)
     train, val = _holdout_part(ds, src, val_fraction, seed, "val:")
@@ -158,6 +160,9 @@ def cross_device_split(ds: Dataset, train_targets: Sequence[str], test_targets: 
                         pos = ks.random_select(len(pool), budget, seed=tseed)
                     chosen_by[method] = np.sort(pool[pos])
                 rest = np.setdiff1d(pool, np.concatenate(list(chosen_by.values())))
+                if len(rest) == 0:
+                    raise ValueError(f"the selections at fraction {frac:g} (seed {sel_seed}) take "
+                                     f"all {len(pool)} records of {target}: none is left to test on")
                 for method, chosen in chosen_by.items():
                     key = f"{target}/{method}/{frac:g}" + (f"/s{sel_seed}" if sel_seed else "")
                     split.variants[key] = {"target": target, "method": method, "fraction": frac,

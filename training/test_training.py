@@ -488,18 +488,19 @@ class Splits(_SyntheticData, unittest.TestCase):
         tr, te = list(SYNTHETIC_TARGETS[:2]), list(SYNTHETIC_TARGETS[2:])
         ds = self.load(SYNTHETIC_TARGETS)
         methods = ["kmeans", "random-tasks", "random"]
-        sp = quiet(S.cross_device_split, ds, tr, te, seed=0, fractions=[0.05], methods=methods,
-                   selection_seeds=[0, 1])
+        # 5 % is one task or less of the synthetic targets; 25 % spans several tasks
+        sp = quiet(S.cross_device_split, ds, tr, te, seed=0, fractions=[0.05, 0.25],
+                   methods=methods, selection_seeds=[0, 1])
         self.assertEqual({ds.target_names[t] for t in ds.target[np.concatenate([sp.train, sp.val])]}, set(tr))
         self.assertEqual({ds.target_names[t] for t in ds.target[sp.test]}, set(te))
-        self.assertEqual(len(sp.variants), 3 * 2 * len(te))
+        self.assertEqual(len(sp.variants), 3 * 2 * 2 * len(te))
         groups = {}
         for v in sp.variants.values():
             pool = ds.indices_of_targets([v["target"]])
-            self.assertEqual(len(v["finetune"]), ks.budget_for(len(pool), 0.05))
+            self.assertEqual(len(v["finetune"]), ks.budget_for(len(pool), v["fraction"]))
             self.assertEqual(len(np.intersect1d(v["finetune"], v["test"])), 0)
-            groups.setdefault((v["target"], v["selection_seed"]), []).append(v)
-        for (target, _), vs in groups.items():
+            groups.setdefault((v["target"], v["fraction"], v["selection_seed"]), []).append(v)
+        for (target, _, _), vs in groups.items():
             # one test set per seed, judged by every method: the records none of them chose
             self.assertEqual(sorted(v["method"] for v in vs), sorted(methods))
             for v in vs:
@@ -508,11 +509,14 @@ class Splits(_SyntheticData, unittest.TestCase):
             np.testing.assert_array_equal(np.union1d(chosen, vs[0]["test"]),
                                           np.sort(ds.indices_of_targets([target])))
             by = {v["method"]: v["finetune"] for v in vs}
-            for m in ("kmeans", "random-tasks"):      # whole tasks, the last one maybe cut
-                tasks = list(dict.fromkeys(ds.task[by[m]].tolist()))
-                for t in tasks[:-1]:
-                    self.assertEqual(int((ds.task[by[m]] == t).sum()),
-                                     int((ds.task[ds.indices_of_targets([target])] == t).sum()))
+            pool_tasks = ds.task[ds.indices_of_targets([target])]
+            for m in ("kmeans", "random-tasks"):      # whole tasks, one of them maybe cut
+                tasks = np.unique(ds.task[by[m]])
+                cut = [t for t in tasks
+                       if (ds.task[by[m]] == t).sum() < (pool_tasks == t).sum()]
+                self.assertLessEqual(len(cut), 1)
+                if vs[0]["fraction"] == 0.25:
+                    self.assertGreater(len(tasks), 2)
         # a second selection seed draws anew; seed 0 keeps the draws of a split without seeds
         t0 = te[0]
         self.assertFalse(np.array_equal(sp.variants[f"{t0}/random/0.05"]["finetune"],
@@ -522,6 +526,12 @@ class Splits(_SyntheticData, unittest.TestCase):
                                       sp.variants[f"{t0}/random/0.05"]["finetune"])
         with self.assertRaisesRegex(ValueError, "unknown selection method 'best'"):
             S.cross_device_split(ds, tr, te, fractions=[0.05], methods=["best"])
+        with self.assertRaisesRegex(ValueError, r"selection seeds must be distinct, got \[1, 1\]"):
+            S.cross_device_split(ds, tr, te, fractions=[0.05], methods=["random"],
+                                 selection_seeds=[1, 1])
+        with self.assertRaisesRegex(ValueError, r"fraction 1 \(seed 0\) take all \d+ records of "
+                                                r".*: none is left to test on"):
+            S.cross_device_split(ds, tr, te, fractions=[1.0], methods=["random"])
 
 
 # --------------------------------------------------------------------------------------
