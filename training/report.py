@@ -24,8 +24,8 @@ SPLIT_TEXT = {
     "cross-model": "Every task that occurs in a hold-out network is the test set; all other tasks train.",
     "cross-device": "Train on the train targets' records, test on other targets: zero-shot (device "
                     "features only) and with a fraction of the test target's records added to "
-                    "training, chosen by CDMPP's KMeans procedure (whole tasks), as whole tasks at random, or as "
-                    "records at random. The lab times the "
+                    "training, chosen by CDMPP's KMeans procedure (whole tasks), as whole tasks "
+                    "at random, or as records at random. The lab times the "
                     "same programs on every target (`--programs-from`), so most test programs "
                     "were also timed on a training target: a model without device input that "
                     "recalls a program's latency there does well when the targets differ little.",
