@@ -76,6 +76,11 @@ def kmeans_task_order(x: np.ndarray, task_ids: Sequence[int], k: int, seed: int 
     return picked
 
 
+def clamp_budget(budget: int, n: int) -> int:
+    """A budget of at least one sample and at most all n."""
+    return int(min(max(budget, 1), n))
+
+
 def take_tasks(order: Sequence[int], task_ids: Sequence[int], budget: int,
                rng: np.random.Generator) -> np.ndarray:
     """Positions of `budget` samples: every sample of the tasks in `order`, in that order, the
@@ -96,7 +101,7 @@ def take_tasks(order: Sequence[int], task_ids: Sequence[int], budget: int,
 def kmeans_select(x: np.ndarray, task_ids: Sequence[int], budget: int, seed: int = 0) -> np.ndarray:
     """Positions (into x / task_ids) of `budget` samples chosen by CDMPP's KMeans procedure."""
     task_ids = np.asarray(task_ids)
-    budget = int(min(max(budget, 1), len(task_ids)))
+    budget = clamp_budget(budget, len(task_ids))
     n_tasks = len(np.unique(task_ids))
     k = max(1, math.ceil(budget / (len(task_ids) / n_tasks)))
     order = kmeans_task_order(x, task_ids, k, seed)
@@ -106,14 +111,14 @@ def kmeans_select(x: np.ndarray, task_ids: Sequence[int], budget: int, seed: int
 def random_task_select(task_ids: Sequence[int], budget: int, seed: int = 0) -> np.ndarray:
     """Positions of `budget` samples taken as whole tasks in a uniformly random order."""
     task_ids = np.asarray(task_ids)
-    budget = int(min(max(budget, 1), len(task_ids)))
+    budget = clamp_budget(budget, len(task_ids))
     rng = np.random.default_rng(seed)
     return take_tasks(rng.permutation(np.unique(task_ids)), task_ids, budget, rng)
 
 
 def random_select(n: int, budget: int, seed: int = 0) -> np.ndarray:
     """Positions of `budget` samples out of n, uniformly at random (sorted)."""
-    budget = int(min(max(budget, 1), n))
+    budget = clamp_budget(budget, n)
     return np.sort(np.random.default_rng(seed).choice(n, budget, replace=False)).astype(np.int64)
 
 

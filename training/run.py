@@ -441,9 +441,8 @@ def exp_cross_device(cfg: dict, args) -> dict:
     lo, hi = ds.norm_stats(split.train)
     for k, v in split.variants.items():
         sel = v["finetune"]
-        xk = ds.pack_sum(sel) / ds.n_leaves[sel][:, None]
-        xa = ds.pack_sum(v["test"]) / ds.n_leaves[v["test"]][:, None]
-        v["cmd_to_pool"] = ks.cmd(ks.program_vectors(xk, lo, hi), ks.program_vectors(xa, lo, hi))
+        v["cmd_to_pool"] = ks.cmd(S.program_vectors(ds, sel, lo, hi),
+                                  S.program_vectors(ds, v["test"], lo, hi))
         log(f"selection {k}: {len(sel)} records, {len(np.unique(ds.task[sel]))} tasks, "
             f"CMD to the rest {v['cmd_to_pool']:.4f}")
     if args.splits_only:

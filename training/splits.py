@@ -110,6 +110,12 @@ def cross_model_split(ds: Dataset, holdout_networks: Sequence[str], seed: int = 
 SELECTION_METHODS = ("kmeans", "random-tasks", "random")
 
 
+def program_vectors(ds: Dataset, idx, norm_min, norm_max) -> np.ndarray:
+    """The records' per-program vectors that KMeans clusters and CMD compares: the mean of
+    each program's leaf rows, min-max normalised."""
+    return ks.program_vectors(ds.pack_sum(idx) / ds.n_leaves[idx][:, None], norm_min, norm_max)
+
+
 def cross_device_split(ds: Dataset, train_targets: Sequence[str], test_targets: Sequence[str],
                        seed: int = 0, val_fraction: float = 0.1,
                        fractions: Sequence[float] = (0.01, 0.05),
@@ -151,8 +157,7 @@ def cross_device_split(ds: Dataset, train_targets: Sequence[str], test_targets: 
                     tseed = zlib.crc32(salt.encode())
                     if method == "kmeans":
                         if x is None:
-                            n = ds.n_leaves[pool]
-                            x = ks.program_vectors(ds.pack_sum(pool) / n[:, None], lo, hi)
+                            x = program_vectors(ds, pool, lo, hi)
                         pos = ks.kmeans_select(x, ds.task[pool], budget, seed=tseed % (2 ** 31))
                     elif method == "random-tasks":
                         pos = ks.random_task_select(ds.task[pool], budget, seed=tseed)
