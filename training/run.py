@@ -111,6 +111,18 @@ def train_config(cfg: dict, **over) -> C.TrainConfig:
     return C.TrainConfig.from_dict(d)
 
 
+def apply_split_cdmpp(cfg: dict, section: str) -> None:
+    """A split's own CDMPP settings (`<section>.cdmpp`) over the shared `cdmpp` section, so
+    that the run, its cards and its result record the values it trained with; model_overrides
+    merge key by key."""
+    base = cfg["cdmpp"]
+    for k, v in (cfg.get(section, {}).get("cdmpp") or {}).items():
+        if k == "model_overrides":
+            base[k] = dict(base.get(k) or {}, **v)
+        else:
+            base[k] = copy.deepcopy(v)
+
+
 def load_dataset(cfg: dict, targets: List[str], out_dir: str) -> Dataset:
     tc = train_config(cfg)
     mc = tc.model_config()
@@ -425,6 +437,7 @@ def exp_cross_model(cfg: dict, args) -> dict:
 def exp_cross_device(cfg: dict, args) -> dict:
     rn = Runner(cfg, args, "cross-device")
     dc = cfg["cross_device"]
+    apply_split_cdmpp(cfg, "cross_device")
     train_t, test_t = list(dc["train_targets"]), list(dc["test_targets"])
     if args.targets:
         raise SystemExit("cross-device: set the targets with --set cross_device.train_targets=[...] "

@@ -634,6 +634,10 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertEqual(torch.nonzero(ckpt2["state_dict"]["device_scale"]).flatten().tolist(),
                          [1, 5, 7])
         res2 = json.load(open(os.path.join(out2, "result.json")))
+        # the split's own settings (config.json cross_device.cdmpp) are what the run records
+        with open(run.DEFAULT_CONFIG) as f:
+            split_settings = json.load(f)["cross_device"]["cdmpp"]
+        self.assertEqual(res2["cdmpp"]["weight_decay"], split_settings["weight_decay"])
         self.assertIn("cdmpp-compact-device-fine-tuned", {r["model"] for r in res2["rows"]})
         # when each part was timed (the synthetic targets are a day apart)
         self.assertEqual(res2["measured"]["training"][0][:10], "2026-01-01")
@@ -651,6 +655,20 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertNotIn("(kmeans 5%, seed 1)", md2)
         self.assertIn("Fine-tuning selections compared", md2)
         self.assertRegex(md2, r"\| 5% \| kmeans \| 2 \| \d+ \(\d+\), \d+ \(\d+\) \| [\d.]+% ± [\d.]+ \|")
+
+
+class SplitSettings(unittest.TestCase):
+    def test_a_split_section_overrides_the_shared_cdmpp_settings(self):
+        cfg = {"cdmpp": {"weight_decay": 1e-3, "lr": None, "model_overrides": {"d_model": 32}},
+               "cross_device": {"cdmpp": {"weight_decay": 0.0, "model_overrides": {"dropout": 0.0}}},
+               "cross_model": {}, "seed": 0, "threads": 1}
+        run.apply_split_cdmpp(cfg, "cross_model")           # no section of its own: unchanged
+        self.assertEqual(cfg["cdmpp"]["weight_decay"], 1e-3)
+        run.apply_split_cdmpp(cfg, "cross_device")
+        self.assertEqual(cfg["cdmpp"], {"weight_decay": 0.0, "lr": None,
+                                        "model_overrides": {"d_model": 32, "dropout": 0.0}})
+        tc = run.train_config(cfg)
+        self.assertEqual((tc.weight_decay, tc.model_config().dropout), (0.0, 0.0))
 
 
 class FinetuneSet(unittest.TestCase):
