@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import copy
 import glob
 import json
 import os
@@ -161,7 +162,13 @@ def render(results: List[dict]) -> str:
     for res in sorted(results, key=lambda r: (order.get(r["split"], 99), r["split"])):
         out += [f"## {res['split']}", "", SPLIT_TEXT.get(res["split"], ""), ""]
         d = res.get("data", {})
-        out.append(f"Data: targets {', '.join(d.get('targets', []))}; {d.get('records', '?')} "
+        runs = {v.get("date") for v in (res.get("per_target") or {}).values()}
+        if len(runs) > 1:  # targets trained in different runs: say which ran when
+            targets = ", ".join(f"{t} ({v.get('records', '?')} records, run {v.get('date', '?')})"
+                                for t, v in res["per_target"].items())
+        else:
+            targets = ", ".join(d.get("targets", []))
+        out.append(f"Data: targets {targets}; {d.get('records') or '?'} "
                    f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
                    f"≤ {d.get('noise_max_cv')}); split file "
                    f"`{res.get('split_file', '?')}` (seed {res.get('seed')}); run {res.get('date', '?')}. "
@@ -184,12 +191,43 @@ def render(results: List[dict]) -> str:
     return "\n".join(out) + "\n"
 
 
+def keep_other_targets(result: dict, previous: Optional[dict]) -> dict:
+    """A per-target split (random: one model per target) run on some of its targets
+    (`--targets X`) replaces those targets' rows; the previous result's other targets keep
+    their rows, records, split file and run date (`per_target`)."""
+    ran = result.get("per_target")
+    if not ran or not previous or previous.get("split") != result["split"]:
+        return result
+    before = previous.get("per_target") or {}
+    kept = [t for t in previous.get("data", {}).get("targets", []) if t not in ran]
+    if not kept:
+        return result
+    out = copy.deepcopy(result)
+    per_target = {t: dict(before.get(t, {}), date=before.get(t, {}).get("date", previous.get("date")))
+                  for t in kept}
+    per_target.update(out["per_target"])
+    out["per_target"] = per_target
+    out["rows"] = [r for r in previous["rows"] if r.get("test_set") in kept] + out["rows"]
+    out["data"]["targets"] = list(per_target)
+    records = [v.get("records") for v in per_target.values()]
+    out["data"]["records"] = sum(records) if None not in records else None
+    out["split_file"] = ", ".join(v["split_file"] for v in per_target.values() if v.get("split_file"))
+    return out
+
+
 def write_result(result: dict, results_dir: str) -> str:
-    """Stores one experiment's result JSON, removes the split's scatter plots that its rows no
-    longer name (a renamed test set would leave them behind) and regenerates accuracy.md.
-    Returns the md path."""
+    """Stores one experiment's result JSON (merged with the previous one by
+    keep_other_targets), removes the split's scatter plots that its rows no longer name (a
+    renamed test set would leave them behind) and regenerates accuracy.md. Returns the md
+    path."""
     os.makedirs(results_dir, exist_ok=True)
-    with open(os.path.join(results_dir, f"accuracy.{result['split']}.json"), "w") as f:
+    path = os.path.join(results_dir, f"accuracy.{result['split']}.json")
+    previous = None
+    if os.path.exists(path):
+        with open(path) as f:
+            previous = json.load(f)
+    result = keep_other_targets(result, previous)
+    with open(path, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)
         f.write("\n")
     named = {os.path.basename(r["scatter"]) for r in result["rows"] if r.get("scatter")}

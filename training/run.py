@@ -285,11 +285,15 @@ class Runner:
         return path
 
     def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool,
-               records: Optional[int] = None, parts: Optional[Dict[str, np.ndarray]] = None) -> dict:
+               records: Optional[int] = None, parts: Optional[Dict[str, np.ndarray]] = None,
+               per_target: Optional[Dict[str, dict]] = None) -> dict:
         """parts: named index sets (training, test) whose measurement times the report shows:
-        records of one part timed in another host state than the other's bias the result."""
+        records of one part timed in another host state than the other's bias the result.
+        per_target: a split with one model per target (random): each target's records and
+        split file, so that a run on some targets keeps the others' rows in the report."""
+        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         result = {"split": self.experiment, "seed": self.cfg["seed"],
-                  "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                  "date": date,
                   "data": {"targets": targets, "records": int(records if records is not None else len(ds)),
                            "noise_max_cv": self.cfg["noise_max_cv"],
                            "noise_stat": self.cfg.get("noise_stat", "std"), "synthetic": synthetic,
@@ -300,6 +304,8 @@ class Runner:
                   "blas": self.cfg.get("blas"), "threads": self.cfg["threads"],
                   "quick": bool(self.args.quick), "rows": self.rows,
                   "measured": {name: measured_span(ds, idx) for name, idx in (parts or {}).items()}}
+        if per_target:
+            result["per_target"] = {t: dict(v, date=date) for t, v in per_target.items()}
         with open(os.path.join(self.out, "result.json"), "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
         if self.report_dir:
@@ -374,7 +380,7 @@ def exp_random(cfg: dict, args) -> dict:
     split_files, last_ds = [], None
     synthetic = False
     total = 0
-    done = []
+    done, per_target = [], {}
     for target in targets:
         try:
             ds = load_dataset(cfg, [target], rn.out)
@@ -389,6 +395,8 @@ def exp_random(cfg: dict, args) -> dict:
         split = S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"])
         sf = S.write_split(split, ds, rn.splits_dir, tag=target)
         split_files.append(sf)
+        per_target[target] = {"records": len(ds), "split_file": os.path.relpath(sf, ROOT)
+                              if sf.startswith(ROOT) else sf}
         if args.splits_only:
             log(f"split {sf}: {split.counts()}")
             continue
@@ -404,7 +412,7 @@ def exp_random(cfg: dict, args) -> dict:
         return {}
     if last_ds is None:
         raise SystemExit(f"random: no usable records for any of {targets}")
-    return rn.finish(last_ds, done, split_files, synthetic, records=total)
+    return rn.finish(last_ds, done, split_files, synthetic, records=total, per_target=per_target)
 
 
 def exp_cross_model(cfg: dict, args) -> dict:

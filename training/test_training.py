@@ -695,6 +695,40 @@ class Report(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(tmp, "accuracy.md")))
 
 
+    def test_a_run_on_some_targets_keeps_the_other_targets_rows(self):
+        def result(date, targets, mape):
+            return {"split": "random", "date": date, "seed": 0,
+                    "data": {"targets": targets, "records": 10 * len(targets)},
+                    "split_file": ", ".join(f"random.{t}.json" for t in targets),
+                    "per_target": {t: {"records": 10, "split_file": f"random.{t}.json", "date": date}
+                                   for t in targets},
+                    "rows": [{"model": "m", "test_set": t, "metrics": {"mape": mape}} for t in targets]}
+        with tempfile.TemporaryDirectory() as tmp:
+            R.write_result(result("D1", ["a", "b"], 0.5), tmp)
+            with open(R.write_result(result("D2", ["b"], 0.25), tmp)) as f:
+                md = f.read()
+            with open(os.path.join(tmp, "accuracy.random.json")) as f:
+                merged = json.load(f)
+            self.assertEqual([(r["test_set"], r["metrics"]["mape"]) for r in merged["rows"]],
+                             [("a", 0.5), ("b", 0.25)])
+            self.assertEqual(merged["data"]["targets"], ["a", "b"])
+            self.assertEqual(merged["data"]["records"], 20)
+            self.assertEqual(merged["split_file"], "random.a.json, random.b.json")
+            self.assertIn("Data: targets a (10 records, run D1), b (10 records, run D2); 20 records", md)
+            # a run on every target replaces them all; other splits are never merged
+            R.write_result(result("D3", ["a", "b"], 0.75), tmp)
+            with open(os.path.join(tmp, "accuracy.random.json")) as f:
+                self.assertEqual({r["metrics"]["mape"] for r in json.load(f)["rows"]}, {0.75})
+            other = dict(result("D4", ["b"], 0.1), split="cross-model")
+            self.assertEqual(R.keep_other_targets(other, result("D3", ["a", "b"], 0.75)), other)
+        # a previous result written before per_target: its rows keep its date, records unknown
+        old = result("D0", ["a", "b"], 0.5)
+        del old["per_target"]
+        merged = R.keep_other_targets(result("D5", ["b"], 0.2), old)
+        self.assertEqual(merged["per_target"]["a"], {"date": "D0"})
+        self.assertIsNone(merged["data"]["records"])
+
+
 class WeightsIndex(unittest.TestCase):
     def test_one_row_per_card_and_test_set(self):
         card = {"model": "cdmpp-compact-x", "config_name": "compact", "parameters": 98817,
