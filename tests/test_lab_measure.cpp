@@ -326,6 +326,25 @@ TEST_CASE("device names: Zen generations, a named model, a hypervisor's nameless
     CHECK(name("GenuineIntel", "Intel(R) Core(TM) Processor", "6", "183") == "intel-f6m183");
 }
 
+TEST_CASE("a target's compile mode sets its build flags and its id") {
+    CpuProbe p;
+    p.microarch = "xeon-f6m167";
+    const IsaLevel v4 = isa_level("v4");
+    CHECK(compile_flags(v4, vectorize_mode("compiler")) ==
+          "-std=c11 -O3 -march=x86-64-v4 -ffp-contract=fast -fopenmp -fPIC -shared");
+    CHECK(compile_flags(v4, vectorize_mode("schedule")) ==
+          "-std=c11 -O3 -fno-tree-vectorize -march=x86-64-v4 -ffp-contract=fast -fopenmp -fPIC "
+          "-shared");
+    CHECK(target_id(p, v4, 1, Vectorize::compiler) == "xeon-f6m167.avx512.t1");
+    CHECK(target_id(p, isa_level("v2"), 2, Vectorize::schedule) == "xeon-f6m167.sse42nv.t2");
+    CHECK_THROWS_WITH_AS(vectorize_mode("gcc"),
+                         "--vectorize: expected compiler or schedule, got 'gcc'", Error);
+    const DataOptions o =
+        parse_data_options({"target", "--isa", "v4", "--vectorize", "schedule"}, "");
+    CHECK(o.vectorize == "schedule");
+    CHECK(o.isa == "v4");
+}
+
 TEST_CASE("a target is measured only on the CPU it was probed on") {
     TinySetup s("cpu");
     const CpuProbe here = probe_cpu();
@@ -344,6 +363,14 @@ TEST_CASE("a target is measured only on the CPU it was probed on") {
     re.command = "remeasure";
     CHECK_THROWS_WITH_AS(lab_remeasure(re, log), expected.c_str(), Error);
     CHECK_FALSE(fs::exists(s.data + "/test.t1"));
+
+    // A target built with schedule-only vectorisation names that option in the fix.
+    std::string nv = target_text("test.t1", here.vendor, other_family, here.model);
+    nv.replace(nv.find("-O1"), 3, "-O3 -fno-tree-vectorize");
+    write_file(s.data + "/targets/test.t1.json", nv);
+    const std::string expected_nv = expected.substr(0, expected.find("--threads 1`")) +
+                                    "--threads 1 --vectorize schedule` and measure that target";
+    CHECK_THROWS_WITH_AS(lab_measure(s.options(2), log), expected_nv.c_str(), Error);
 
     write_file(
         s.data + "/targets/test.t1.json",

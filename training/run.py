@@ -57,6 +57,12 @@ QUICK = {
 # --------------------------------------------------------------------------------------
 # Configuration
 # --------------------------------------------------------------------------------------
+def repo_path(path: str) -> str:
+    """How reports name a file: relative to the repository, else by its name alone (a report
+    never names a directory of the machine it ran on)."""
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT) else os.path.basename(path)
+
+
 def deep_update(base: dict, over: dict) -> dict:
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict) and k != "model_overrides":
@@ -236,8 +242,7 @@ class Runner:
                      "noise_max_cv": self.cfg["noise_max_cv"],
                      "noise_stat": self.cfg.get("noise_stat", "std"), "synthetic": bool(synthetic),
                      "filters": {k: v for k, v in ds.stats.items() if k != "per_target"}},
-            "split": {"name": split.name, "seed": split.seed, "file": os.path.relpath(split_file, ROOT)
-                      if split_file.startswith(ROOT) else os.path.basename(split_file),
+            "split": {"name": split.name, "seed": split.seed, "file": repo_path(split_file),
                       "counts": split.counts()},
             "metrics": {k: v["metrics"] for k, v in test_rows.items()},
             "training": {"time_s": round(res.train_time_s, 1), "steps": res.steps,
@@ -298,8 +303,7 @@ class Runner:
                            "noise_max_cv": self.cfg["noise_max_cv"],
                            "noise_stat": self.cfg.get("noise_stat", "std"), "synthetic": synthetic,
                            "stats": ds.stats},
-                  "split_file": ", ".join(os.path.relpath(p, ROOT) if p.startswith(ROOT) else p
-                                          for p in split_files),
+                  "split_file": ", ".join(repo_path(p) for p in split_files),
                   "cdmpp": self.cfg["cdmpp"], "xgboost": self.cfg["xgboost"], "mlp": self.cfg["mlp"],
                   "blas": self.cfg.get("blas"), "threads": self.cfg["threads"],
                   "quick": bool(self.args.quick), "rows": self.rows,
@@ -395,8 +399,7 @@ def exp_random(cfg: dict, args) -> dict:
         split = S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"])
         sf = S.write_split(split, ds, rn.splits_dir, tag=target)
         split_files.append(sf)
-        per_target[target] = {"records": len(ds), "split_file": os.path.relpath(sf, ROOT)
-                              if sf.startswith(ROOT) else sf}
+        per_target[target] = {"records": len(ds), "split_file": repo_path(sf)}
         if args.splits_only:
             log(f"split {sf}: {split.counts()}")
             continue

@@ -1273,7 +1273,11 @@ inline void require_target_cpu(const TargetInfo& t, const CpuProbe& here) {
                     cpu_identity(here.vendor, here.family, here.model) + " (" + here.microarch +
                     "): its timings belong to another device. Probe it "
                     "with `tempo lab target --isa " +
-                    isa + " --threads " + std::to_string(t.threads) + "` and measure that target");
+                    isa + " --threads " + std::to_string(t.threads) +
+                    (t.flags.find("-fno-tree-vectorize") != std::string::npos
+                         ? " --vectorize schedule"
+                         : "") +
+                    "` and measure that target");
 }
 
 // ------------------------------------------------------------------------------------------

@@ -13,9 +13,13 @@ namespace tempo::lab {
 inline constexpr const char* kDataUsage =
     "usage: tempo lab <command> [options]   (dataset commands)\n"
     "\n"
-    "  target [--isa v1|v2|v3|v4] [--threads N] [--core C] [--id ID] [--data DIR]\n"
+    "  target [--isa v1|v2|v3|v4] [--threads N] [--core C] [--vectorize compiler|schedule]\n"
+    "         [--id ID] [--data DIR]\n"
     "      probe this CPU, measure peak FP32 FLOP/s and memory bandwidth for that ISA level and\n"
     "      thread count, write DIR/targets/<id>.json (id like epyc-zen3.avx2.t1)\n"
+    "      --vectorize schedule: build the programs with -fno-tree-vectorize, so only the loops\n"
+    "      the schedule vectorises become vector code (id like xeon-f6m167.avx512nv.t1);\n"
+    "      default compiler: gcc may vectorise other loops too\n"
     "  measure --target ID [--tasks FILTER] [--files LIST] [--per-task N] [--shard i/n]\n"
     "          [--seed S] [--limit-s T] [--max-tasks K] [--core C] [--batch B]\n"
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
@@ -63,8 +67,9 @@ inline bool is_data_command(const std::string& c) {
 }
 
 struct DataOptions {
-    std::string command, data = "data", workloads, target, isa = "v3", id, tasks_filter, scratch,
-                         out, retime_before, since, // UTC times, YYYY-MM-DDTHH:MM:SSZ
+    std::string command, data = "data", workloads, target, isa = "v3", vectorize = "compiler", id,
+                         tasks_filter, scratch, out, retime_before,
+                         since, // UTC times, YYYY-MM-DDTHH:MM:SSZ
         programs_from;
     std::vector<std::string> files, targets, first = holdout_networks();
     std::vector<int> compile_cores;
@@ -102,6 +107,8 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             o.targets.push_back(o.target);
         } else if (a == "--isa")
             o.isa = value();
+        else if (a == "--vectorize")
+            o.vectorize = value();
         else if (a == "--threads")
             o.threads = std::stoi(value());
         else if (a == "--core")
@@ -379,6 +386,7 @@ inline SpeedGate check_host(const DataOptions& o, const std::string& dir,
 
 inline int lab_target(const DataOptions& o) {
     const IsaLevel isa = isa_level(o.isa);
+    const Vectorize vectorize = vectorize_mode(o.vectorize);
     const CpuProbe p = probe_cpu();
     if (!isa_supported(p, isa))
         throw Error("tempo lab target",
@@ -387,16 +395,16 @@ inline int lab_target(const DataOptions& o) {
         throw Error("--threads", "between 1 and " + std::to_string(p.cpus));
     const std::vector<int> cores = target_cores(o.threads, o.core, p.cpus);
     pin_to_cores(cores);
-    const std::string id = o.id.empty() ? target_id(p, isa, o.threads) : o.id;
+    const std::string id = o.id.empty() ? target_id(p, isa, o.threads, vectorize) : o.id;
     std::cerr << "tempo lab target: " << id << " (" << p.model_name << ", family " << p.family
-              << " model " << p.model << ", -march=" << isa.march << ", " << o.threads
-              << " thread(s) on core(s)";
+              << " model " << p.model << ", -march=" << isa.march << ", vectorised by the "
+              << vectorize_name(vectorize) << ", " << o.threads << " thread(s) on core(s)";
     for (int c : cores) std::cerr << " " << c;
     std::cerr << ")\n";
     double llc = p.cache_kb(3, "Unified");
     if (llc <= 0) llc = p.cache_kb(2, "Unified");
     const TargetMeasurement m = measure_target(isa, o.threads, o.scratch, llc);
-    const json::Value v = target_json(p, isa, o.threads, cores, m, id);
+    const json::Value v = target_json(p, isa, o.threads, vectorize, cores, m, id);
     std::filesystem::create_directories(o.data + "/targets");
     const std::string path = o.data + "/targets/" + id + ".json";
     { // whole or not at all: a reader never sees a half-written target

@@ -43,6 +43,28 @@ inline IsaLevel isa_level(const std::string& v) {
     throw Error("--isa", "expected v1, v2, v3 or v4, got '" + v + "'");
 }
 
+// Who chooses the loops that become vector code. `compiler`: gcc's auto-vectoriser, on top of
+// the loops the schedule marks `omp simd` (the default). `schedule`: the schedule alone
+// (-fno-tree-vectorize), so a program's latency follows its schedule's choices and not gcc's
+// cost model, which the features cannot see; such targets' ids carry an `nv` suffix on the ISA.
+enum class Vectorize { compiler, schedule };
+
+inline Vectorize vectorize_mode(const std::string& v) {
+    if (v == "compiler") return Vectorize::compiler;
+    if (v == "schedule") return Vectorize::schedule;
+    throw Error("--vectorize", "expected compiler or schedule, got '" + v + "'");
+}
+
+inline const char* vectorize_name(Vectorize v) {
+    return v == Vectorize::schedule ? "schedule" : "compiler";
+}
+
+// The flags `tempo lab measure` builds a target's programs with.
+inline std::string compile_flags(const IsaLevel& isa, Vectorize v) {
+    return std::string("-std=c11 -O3 ") + (v == Vectorize::schedule ? "-fno-tree-vectorize " : "") +
+           "-march=" + isa.march + " -ffp-contract=fast -fopenmp -fPIC -shared";
+}
+
 inline std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;
@@ -419,13 +441,14 @@ inline std::vector<double> cdmpp_device_features(double mhz, double mem_gb, doub
             tflops / 12.0};
 }
 
-inline std::string target_id(const CpuProbe& p, const IsaLevel& isa, int threads) {
-    return p.microarch + "." + isa.name + ".t" + std::to_string(threads);
+inline std::string target_id(const CpuProbe& p, const IsaLevel& isa, int threads, Vectorize v) {
+    return p.microarch + "." + isa.name + (v == Vectorize::schedule ? "nv" : "") + ".t" +
+           std::to_string(threads);
 }
 
 inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threads,
-                               const std::vector<int>& cores, const TargetMeasurement& m,
-                               const std::string& id) {
+                               Vectorize vectorize, const std::vector<int>& cores,
+                               const TargetMeasurement& m, const std::string& id) {
     json::Value::Array flags, core_list, device, caches;
     for (const auto& f : p.flags) flags.emplace_back(f);
     for (int c : cores) core_list.emplace_back(c);
@@ -449,8 +472,6 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
     for (double f : cdmpp_device_features(mhz, p.mem_gb, l3_kb, l2_mb, l1_kb, m.bandwidth / 1e9,
                                           m.peak_flops / 1e12))
         device.emplace_back(f);
-    const std::string flags_str =
-        "-std=c11 -O3 -march=" + isa.march + " -ffp-contract=fast -fopenmp -fPIC -shared";
     return json::Value::Object{
         {"id", id},
         {"device", id.substr(0, id.find('.'))},
@@ -474,7 +495,9 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
                                     {"vector_bits", isa.vector_bytes * 8}}},
         {"threads", threads},
         {"cores", core_list},
-        {"compiler", json::Value::Object{{"cc", gcc_version()}, {"flags", flags_str}}},
+        {"compiler", json::Value::Object{{"cc", gcc_version()},
+                                         {"flags", compile_flags(isa, vectorize)},
+                                         {"vectorize", vectorize_name(vectorize)}}},
         {"measured",
          json::Value::Object{
              {"peak_fp32_flops", m.peak_flops},
