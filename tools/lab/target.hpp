@@ -495,9 +495,8 @@ inline json::Value target_json(const CpuProbe& p, const IsaLevel& isa, int threa
                                     {"vector_bits", isa.vector_bytes * 8}}},
         {"threads", threads},
         {"cores", core_list},
-        {"compiler", json::Value::Object{{"cc", gcc_version()},
-                                         {"flags", compile_flags(isa, vectorize)},
-                                         {"vectorize", vectorize_name(vectorize)}}},
+        {"compiler",
+         json::Value::Object{{"cc", gcc_version()}, {"flags", compile_flags(isa, vectorize)}}},
         {"measured",
          json::Value::Object{
              {"peak_fp32_flops", m.peak_flops},
