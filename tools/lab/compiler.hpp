@@ -12,7 +12,8 @@
 
 namespace tempo::lab {
 
-// The flags every lab program is built with (recorded with measurements).
+// The flags of the lab's host-only builds (correctness references, tests); measured programs
+// use their target's flags instead (target.hpp, compile_flags).
 inline std::string default_c_flags() {
     return "-std=c11 -O3 -march=native -fopenmp -fPIC";
 }

@@ -186,8 +186,11 @@ inline std::string program_c_source(const loopnest::LoweredProgram& prog,
         head << " *   args[" << i++ << "] = " << prog.tensors[t].name << " [" << shape(t)
              << "] (input)\n";
     head << " *   args[" << i << "] = " << prog.tensors[prog.output].name << " ["
-         << shape(prog.output) << "] (output)\n"
-         << " * Build: gcc -std=c11 -O3 -march=native -fopenmp -fPIC -shared -lm\n */\n";
+         << shape(prog.output) << "] (output)\n";
+    head << " * Build as the lab's targets do (data/targets/<id>.json, compiler.flags):\n"
+         << " *   gcc -std=c11 -O3 -march=<the target's, e.g. x86-64-v4> -ffp-contract=fast\n"
+         << " *       -fopenmp -fPIC -shared -lm\n"
+         << " *   (a --vectorize schedule target adds -fno-tree-vectorize after -O3)\n */\n";
     return head.str() + loopnest::emit_c({{symbol, &prog}});
 }
 

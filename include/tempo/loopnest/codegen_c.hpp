@@ -8,7 +8,7 @@
 // become `omp parallel for`, vectorised loops `omp simd`, loops TVM's UnrollLoop pass would
 // unroll under the stage's auto_unroll_max_step get `GCC unroll`; intermediate buffers are
 // allocated over their realized region (stack when small, heap otherwise).
-// Compile with: gcc -std=c11 -O3 -march=native -fopenmp -fPIC -shared.
+// The lab compiles it with its target's flags (tools/lab/target.hpp, compile_flags).
 #pragma once
 
 #include "tempo/loopnest/bounds.hpp"
