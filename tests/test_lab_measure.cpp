@@ -253,6 +253,45 @@ TEST_CASE("the memory and core gates: from the target's records, waits and redon
     CHECK(reachable.last_hold().empty());
 }
 
+TEST_CASE("--gate-from: the gates from a sibling target's records, never silently off") {
+    const std::string data = fresh_dir("gate_from");
+    const std::string own = data + "/zen.v2.t1";
+    auto options = [&](const std::string& from) {
+        std::vector<std::string> args{"measure", "--data", data, "--target", "zen.v2.t1"};
+        if (!from.empty()) args.insert(args.end(), {"--gate-from", from});
+        return parse_data_options(args, "");
+    };
+    fs::create_directories(data + "/zen.v4.t1");
+    {
+        RecordWriter w(data + "/zen.v4.t1", "s1of1");
+        for (int i = 1; i <= 100; ++i) // read_gbs 1..100
+            w.append(R"({"task":"t","sid":"s)" + std::to_string(i) +
+                     R"(","run":{"probe":{"mul_gflops":20,"read_gbs":)" + std::to_string(i) +
+                     "}}}");
+    }
+    const GateRecords mine = gate_records(options(""), own); // default: the target's own
+    CHECK(mine.dir == own);
+    CHECK(mine.probe.n == 0);
+    const GateRecords sibling = gate_records(options("zen.v4.t1"), own);
+    CHECK(sibling.dir == data + "/zen.v4.t1");
+    CHECK(sibling.probe.n == 100);
+    CHECK(sibling.probe.read_gbs == doctest::Approx(50.5));
+    CHECK(speed_gate(options("zen.v4.t1"), sibling.probe, sibling.dir).read_lo ==
+          doctest::Approx(0.8 * 50.5));
+    CHECK_THROWS_WITH_AS(gate_records(options("xeon.v4.t1"), own),
+                         "--gate-from xeon.v4.t1: a target of another device "
+                         "than zen.v2.t1; the gates compare this host with records of the same "
+                         "CPU",
+                         Error);
+    // Named but without the records to set them: an error, not gates quietly off.
+    CHECK_THROWS_WITH_AS(gate_records(options("zen.v3.t1"), own),
+                         ("--gate-from zen.v3.t1: 0 records with a speed probe "
+                          "in " +
+                          data + "/zen.v3.t1, 100 needed")
+                             .c_str(),
+                         Error);
+}
+
 TEST_CASE("the host check: this host's probes against the records'") {
     const RecordsProbe then{29.0, 33.0, 500};
     const SpeedGate band{26.4, 41.25, 0};

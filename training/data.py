@@ -201,13 +201,16 @@ def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
         import tempfile
         out = os.path.join(tempfile.mkdtemp(prefix="tempo-featurize-"), f"{target}.ast.jsonl")
     if not os.path.exists(out):
-        tmp = out + ".tmp"
+        # Per-process name: two runs featurizing the same target must not share a file.
+        tmp = f"{out}.{os.getpid()}.tmp"
         cmd = [binary, "lab", "featurize", "--target", target, "--data", data_dir, "-o", tmp,
                "--features", feature_set]
         log("data: " + " ".join(cmd))
         rc = subprocess.run(cmd).returncode
-        if rc not in (0, 1) or not os.path.exists(tmp):
+        if rc not in (0, 1):
             raise DataError(f"`{' '.join(cmd)}` failed with status {rc}")
+        if not os.path.exists(tmp):
+            raise DataError(f"`{' '.join(cmd)}` exited with status {rc} but wrote no {tmp}")
         if rc == 1:
             log(f"data: featurize reported replay mismatches for {target} (lowering changed "
                 f"since measurement); those features may not describe the measured program")

@@ -402,7 +402,17 @@ class Data(_SyntheticData, unittest.TestCase):
         self.assertEqual(ds.stats["featurized"], len(ds))
         np.testing.assert_array_equal(ds.rows, ref.rows)
         self.assertEqual(len(os.listdir(cache)), 1)
-
+        # ... and one that succeeds without writing its output is named as such, not as a
+        # failed status (what a second run racing on a shared temporary file used to see)
+        silent = os.path.join(self.tmp.name, "silent-tempo")
+        with open(silent, "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(silent, os.stat(silent).st_mode | stat.S_IEXEC)
+        with self.assertRaises(D.DataError) as e:
+            quiet(D.load_records, d, ["x.t1"], tempo_binary=silent,
+                  cache_dir=os.path.join(self.tmp.name, "cache-silent"))
+        self.assertIn("exited with status 0 but wrote no", str(e.exception))
+        self.assertIn(f".{os.getpid()}.tmp", str(e.exception))
 
     def test_lab_records_through_real_featurize(self):
         """Records in the lab's schema (from `tempo lab sample`, ast removed) get their ASTs

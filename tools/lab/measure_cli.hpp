@@ -25,7 +25,7 @@ inline constexpr const char* kDataUsage =
     "          [--run-timeout S] [--build-timeout S] [--first NETS] [--scratch DIR]\n"
     "          [--pipeline] [--compile-cores LIST] [--quiet B|off] [--quiet-wait S]\n"
     "          [--memory-band F|off] [--core-floor F|off] [--retime-before UTC-TIME]\n"
-    "          [--programs-from ID]\n"
+    "          [--programs-from ID] [--gate-from ID]\n"
     "      draw N schedules per task (Tenset's init population + mutations, deduplicated),\n"
     "      compile, check against the reference, time (Tenset's protocol), append records to\n"
     "      DIR/<target>/records-<shard>-NNNN.jsonl(.gz); resumable; failures to failures.jsonl\n"
@@ -35,6 +35,9 @@ inline constexpr const char* kDataUsage =
     "      --programs-from ID: first time the stored schedules of target ID's programs that\n"
     "      this target lacks (they count toward N), so both targets hold the same programs\n"
     "      (the pairs cross-device training needs); then draw fresh ones up to N\n"
+    "      --gate-from ID (measure, remeasure): the memory and core gates and the host check\n"
+    "      take their medians from target ID's records (same device) instead of this\n"
+    "      target's: re-time or grow a target in the host state its sibling was timed in\n"
     "  stats [--target ID]...                     records per target, network, operator;\n"
     "                                             latency range, noise, failures\n"
     "  remeasure --target ID [-n N] [--seed S] [-o FILE] [--max-busy B] [--since UTC-TIME]\n"
@@ -70,7 +73,7 @@ struct DataOptions {
     std::string command, data = "data", workloads, target, isa = "v3", vectorize = "compiler", id,
                          tasks_filter, scratch, out, retime_before,
                          since, // UTC times, YYYY-MM-DDTHH:MM:SSZ
-        programs_from;
+        programs_from, gate_from;
     std::vector<std::string> files, targets, first = holdout_networks();
     std::vector<int> compile_cores;
     int threads = 1, core = -1, per_task = 16, shard = 1, shards = 1, batch = 16, n = 200,
@@ -182,6 +185,8 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             (a == "--since" ? o.since : o.retime_before) = t;
         } else if (a == "--programs-from")
             o.programs_from = value();
+        else if (a == "--gate-from")
+            o.gate_from = value();
         else if (a == "--max-busy")
             o.max_busy = std::stod(value());
         else if (a == "--compile-cores")
@@ -358,11 +363,37 @@ inline std::vector<SpeedSample> probe_host(const std::vector<int>& cores, int n 
     return samples;
 }
 
+// The records that set the speed gates and the host check: the target's own, or with
+// --gate-from another target's of the same device (the id's part before the first '.'),
+// which must then have enough probed records: asked for by name, it may not silently turn the
+// gates off.
+struct GateRecords {
+    std::string dir;
+    RecordsProbe probe;
+};
+
+inline GateRecords gate_records(const DataOptions& o, const std::string& dir) {
+    if (o.gate_from.empty()) return {dir, records_probe(dir)};
+    const std::string flag = "--gate-from " + o.gate_from;
+    const auto device = [](const std::string& id) { return id.substr(0, id.find('.')); };
+    if (device(o.gate_from) != device(o.target))
+        throw Error(flag, "a target of another device than " + o.target +
+                              "; the gates compare this host with records of the same CPU");
+    GateRecords from{o.data + "/" + o.gate_from, {}};
+    from.probe = records_probe(from.dir);
+    if (from.probe.n < RecordsProbe::kEnough)
+        throw Error(flag, std::to_string(from.probe.n) + " records with a speed probe in " +
+                              from.dir + ", " + std::to_string(RecordsProbe::kEnough) + " needed");
+    std::fprintf(stderr, "gates and host check: from the records of %s\n", o.gate_from.c_str());
+    return from;
+}
+
 // The speed gates, after comparing this host with the records' (printed, with warnings).
 inline SpeedGate check_host(const DataOptions& o, const std::string& dir,
                             const std::vector<int>& cores) {
-    const RecordsProbe then = records_probe(dir);
-    const SpeedGate gate = speed_gate(o, then, dir);
+    const GateRecords from = gate_records(o, dir);
+    const RecordsProbe& then = from.probe;
+    const SpeedGate gate = speed_gate(o, then, from.dir);
     if (then.n < RecordsProbe::kEnough) return gate;
     const HostComparison c = compare_host(then, probe_host(cores), gate);
     std::fprintf(stderr,
