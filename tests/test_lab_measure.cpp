@@ -212,11 +212,11 @@ TEST_CASE("the memory and core gates: from the target's records, waits and redon
     CHECK_FALSE(speed_gate(options("off"), then, dir).on());
     CHECK(parse_data_options({"measure", "--target", "t"}, "").core_floor == 0.98); // default
     CHECK_THROWS_WITH_AS(options("1.25"),
-                         "tempo lab measure --memory-band: expected a fraction in (0, 1] or off, "
+                         "tempo lab measure --memory-band: expected a number in [0.01, 1] or off, "
                          "got '1.25'",
                          Error);
     CHECK_THROWS_WITH_AS(options("0.8", "0"),
-                         "tempo lab measure --core-floor: expected a fraction in (0, 1] or off, "
+                         "tempo lab measure --core-floor: expected a number in [0.01, 1] or off, "
                          "got '0'",
                          Error);
 

@@ -5,6 +5,7 @@
 //   emit    the C source of one scheduled program
 #pragma once
 
+#include "cli_args.hpp"
 #include "workloads.hpp"
 
 #include "tempo/loopnest/codegen_c.hpp"
@@ -68,9 +69,9 @@ inline LabOptions parse_lab_options(const std::vector<std::string>& args,
         else if (a == "--task")
             o.task = value();
         else if (a == "-n")
-            o.count = std::stoi(value());
+            o.count = parse_int<int>(value(), "tempo lab " + o.command + " -n", 1, 1 << 30);
         else if (a == "--seed")
-            o.seed = std::stoull(value());
+            o.seed = parse_int<std::uint64_t>(value(), "tempo lab " + o.command + " --seed");
         else if (a == "--schedule")
             o.schedule_file = value();
         else if (a == "--symbol")
@@ -86,9 +87,8 @@ inline LabOptions parse_lab_options(const std::vector<std::string>& args,
 inline const WorkloadTask& find_task(const Workloads& w, const std::string& t) {
     if (t.empty()) throw Error("tempo lab", "--task is required");
     if (t.find_first_not_of("0123456789") == std::string::npos) {
-        const std::size_t i = std::stoul(t);
-        if (i >= w.tasks.size()) throw Error("--task", "index " + t + " out of range");
-        return w.tasks[i];
+        if (w.tasks.empty()) throw Error("--task", "index " + t + ": the workloads have no tasks");
+        return w.tasks[parse_int<std::size_t>(t, "--task", 0, w.tasks.size() - 1)];
     }
     for (const auto& x : w.tasks)
         if (x.task.key() == t) return x;
@@ -223,11 +223,8 @@ inline int lab_main(const std::vector<std::string>& args, const std::string& def
         if (o.command == "emit") return lab_emit(o, std::cout);
         std::cerr << "tempo lab: unknown command '" << o.command << "'\n" << kLabUsage;
         return 2;
-    } catch (const Error& e) {
-        std::cerr << "tempo lab: " << e.what() << "\n";
-        return 1;
-    } catch (const std::exception& e) { // std::stoi on a bad number
-        std::cerr << "tempo lab: " << e.what() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << lab_error_line("tempo lab", e) << "\n";
         return 1;
     }
 }

@@ -2,6 +2,7 @@
 // measured-dataset half of the tensor-program lab. See data/README.md for the record format.
 #pragma once
 
+#include "cli_args.hpp"
 #include "measure.hpp"
 
 #include <csignal>
@@ -101,6 +102,14 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             return args[++i];
         };
         const std::string& a = args[i];
+        const std::string where = "tempo lab " + o.command + " " + a;
+        auto integer = [&](int lo, int hi) { return parse_int<int>(value(), where, lo, hi); };
+        auto real = [&](double lo, double hi) { return parse_real(value(), where, lo, hi); };
+        auto fraction_or_off = [&](double lo) { // "off" → -1
+            const std::string& v = value();
+            return v == "off" ? -1.0 : parse_real(v, where, lo, 1, "off");
+        };
+        constexpr double kNoLimit = std::numeric_limits<double>::max();
         if (a == "--data")
             o.data = value();
         else if (a == "--workloads")
@@ -113,9 +122,9 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
         else if (a == "--vectorize")
             o.vectorize = value();
         else if (a == "--threads")
-            o.threads = std::stoi(value());
+            o.threads = integer(1, 1024);
         else if (a == "--core")
-            o.core = std::stoi(value());
+            o.core = integer(0, 4095);
         else if (a == "--id")
             o.id = value();
         else if (a == "--tasks")
@@ -125,35 +134,33 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
         else if (a == "--first")
             o.first = split(value(), ',');
         else if (a == "--per-task")
-            o.per_task = std::stoi(value());
+            o.per_task = integer(0, 1000000);
         else if (a == "--shard") {
             const std::string& s = value();
             const auto slash = s.find('/');
-            if (slash == std::string::npos) throw Error("--shard", "expected i/n, got '" + s + "'");
-            o.shard = std::stoi(s.substr(0, slash));
-            o.shards = std::stoi(s.substr(slash + 1));
-            if (o.shards < 1 || o.shard < 1 || o.shard > o.shards)
-                throw Error("--shard", "expected 1 ≤ i ≤ n");
+            if (slash == std::string::npos) throw Error(where, "expected i/n, got '" + s + "'");
+            o.shards = parse_int<int>(s.substr(slash + 1), where + " n", 1, 1 << 20);
+            o.shard = parse_int<int>(s.substr(0, slash), where + " i", 1, o.shards);
         } else if (a == "--seed")
-            o.seed = std::stoull(value());
+            o.seed = parse_int<std::uint64_t>(value(), where);
         else if (a == "--limit-s")
-            o.limit_s = std::stod(value());
+            o.limit_s = real(0, kNoLimit);
         else if (a == "--max-tasks")
-            o.max_tasks = std::stoi(value());
+            o.max_tasks = integer(0, 1 << 30);
         else if (a == "--batch")
-            o.batch = std::max(1, std::stoi(value()));
+            o.batch = integer(1, 1 << 16);
         else if (a == "--run-timeout")
-            o.run_timeout = std::stod(value());
+            o.run_timeout = real(1e-3, kNoLimit);
         else if (a == "--build-timeout")
-            o.build_timeout = std::stod(value());
+            o.build_timeout = real(1e-3, kNoLimit);
         else if (a == "--rotate-records")
-            o.rotate_records = std::stoul(value());
+            o.rotate_records = parse_int<std::size_t>(value(), where, 1, 1 << 30);
         else if (a == "--rotate-s")
-            o.rotate_s = std::stod(value());
+            o.rotate_s = real(1, kNoLimit);
         else if (a == "--scratch")
             o.scratch = value();
         else if (a == "-n")
-            o.n = std::stoi(value());
+            o.n = integer(1, 1 << 30);
         else if (a == "-o")
             o.out = value();
         else if (a == "--with-latency")
@@ -162,35 +169,31 @@ inline DataOptions parse_data_options(const std::vector<std::string>& args,
             o.features = feature_set_from_name(value(), "--features");
         else if (a == "--pipeline")
             o.pipeline = true;
-        else if (a == "--quiet") {
-            const std::string& v = value();
-            o.quiet = v == "off" ? -1 : std::stod(v);
-        } else if (a == "--memory-band" || a == "--core-floor") {
-            const std::string& v = value();
-            double& f = a == "--memory-band" ? o.memory_band : o.core_floor;
-            f = v == "off" ? -1 : std::stod(v);
-            if (f != -1 && !(f > 0 && f <= 1))
-                throw Error("tempo lab " + o.command + " " + a,
-                            "expected a fraction in (0, 1] or off, got '" + v + "'");
-        } else if (a == "--quiet-wait")
-            o.quiet_wait_s = std::stod(value());
+        else if (a == "--quiet")
+            o.quiet = fraction_or_off(0);
+        else if (a == "--memory-band")
+            o.memory_band = fraction_or_off(0.01);
+        else if (a == "--core-floor")
+            o.core_floor = fraction_or_off(0.01);
+        else if (a == "--quiet-wait")
+            o.quiet_wait_s = real(0, kNoLimit);
         else if (a == "--retime-before" || a == "--since") {
             // Compared as text with records' measured_at, so exactly that format.
             const std::string& t = value();
             const bool shape = t.size() == 20 && t[4] == '-' && t[7] == '-' && t[10] == 'T' &&
                                t[13] == ':' && t[16] == ':' && t[19] == 'Z';
             if (!shape)
-                throw Error("tempo lab " + o.command + " " + a,
-                            "'" + t + "' is not a UTC time like 2026-12-02T18:00:00Z");
+                throw Error(where, "'" + t + "' is not a UTC time like 2026-12-02T18:00:00Z");
             (a == "--since" ? o.since : o.retime_before) = t;
         } else if (a == "--programs-from")
             o.programs_from = value();
         else if (a == "--gate-from")
             o.gate_from = value();
         else if (a == "--max-busy")
-            o.max_busy = std::stod(value());
+            o.max_busy = real(0, 1);
         else if (a == "--compile-cores")
-            for (const auto& c : split(value(), ',')) o.compile_cores.push_back(std::stoi(c));
+            for (const auto& c : split(value(), ','))
+                o.compile_cores.push_back(parse_int<int>(c, where, 0, 4095));
         else if (!a.empty() && a[0] != '-')
             o.positional.push_back(a);
         else
@@ -1276,11 +1279,8 @@ inline int data_main(const std::vector<std::string>& args, const std::string& wo
         if (o.command == "featurize") return lab_featurize(o);
         std::cerr << kDataUsage;
         return 2;
-    } catch (const Error& e) {
-        std::cerr << "tempo lab " << args[0] << ": " << e.what() << "\n";
-        return 1;
     } catch (const std::exception& e) {
-        std::cerr << "tempo lab " << args[0] << ": " << e.what() << "\n";
+        std::cerr << lab_error_line("tempo lab " + args[0], e) << "\n";
         return 1;
     }
 }
