@@ -555,6 +555,12 @@ TEST_CASE("measure a tiny task: schema, checks, repeats; killed run leaves compl
     CHECK(stats.str().find("test.t1: 8 records") != std::string::npos);
     CHECK(stats.str().find("8 earlier timings superseded by re-timing") != std::string::npos);
     CHECK(stats.str().find("speed probe (8 records): multiply p10 ") != std::string::npos);
+    CHECK_THROWS_WITH_AS(
+        lab_stats(parse_data_options({"stats", "--data", s.data, "--target", "test.t9"}, ""),
+                  stats),
+        ("tempo lab stats --target: no records of target test.t9 in " + s.data + "/test.t9")
+            .c_str(),
+        Error);
 
     // Re-timing a sample reports the agreement and the host's speed now against then.
     auto remeasure = [&](std::vector<std::string> extra) {

@@ -907,6 +907,8 @@ inline int lab_stats(const DataOptions& o, std::ostream& out) {
     std::size_t grand = 0, shown = 0;
     for (const auto& t : targets) {
         const std::string dir = o.data + "/" + t;
+        if (!fs::is_directory(dir)) // a mistyped --target would otherwise show as 0 records
+            throw Error("tempo lab stats --target", "no records of target " + t + " in " + dir);
         std::map<std::string, std::size_t> per_op, per_net_records;
         std::map<std::string, std::set<std::string>> per_net_tasks;
         std::map<std::string, std::vector<double>> per_task;
