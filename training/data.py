@@ -206,15 +206,21 @@ def featurize_target(data_dir: str, target: str, tempo_binary: Optional[str],
         cmd = [binary, "lab", "featurize", "--target", target, "--data", data_dir, "-o", tmp,
                "--features", feature_set]
         log("data: " + " ".join(cmd))
-        rc = subprocess.run(cmd).returncode
-        if rc not in (0, 1):
-            raise DataError(f"`{' '.join(cmd)}` failed with status {rc}")
-        if not os.path.exists(tmp):
-            raise DataError(f"`{' '.join(cmd)}` exited with status {rc} but wrote no {tmp}")
-        if rc == 1:
-            log(f"data: featurize reported replay mismatches for {target} (lowering changed "
-                f"since measurement); those features may not describe the measured program")
-        os.replace(tmp, out)
+        try:
+            rc = subprocess.run(cmd).returncode
+            if rc not in (0, 1):
+                raise DataError(f"`{' '.join(cmd)}` failed with status {rc}")
+            if not os.path.exists(tmp):
+                raise DataError(f"`{' '.join(cmd)}` exited with status {rc} but wrote no {tmp}")
+            if rc == 1:
+                log(f"data: featurize reported replay mismatches for {target} (lowering "
+                    f"changed since measurement); those features may not describe the "
+                    f"measured program")
+            os.replace(tmp, out)
+        finally:
+            # A failed or interrupted featurize leaves no partial file in the cache.
+            if os.path.exists(tmp):
+                os.remove(tmp)
     return [obj for _, obj in iter_jsonl(out)]
 
 

@@ -413,6 +413,21 @@ class Data(_SyntheticData, unittest.TestCase):
                   cache_dir=os.path.join(self.tmp.name, "cache-silent"))
         self.assertIn("exited with status 0 but wrote no", str(e.exception))
         self.assertIn(f".{os.getpid()}.tmp", str(e.exception))
+        # ... and one that fails half-way leaves no partial output in the cache
+        partial = os.path.join(self.tmp.name, "partial-tempo")
+        with open(partial, "w") as f:
+            f.write("#!" + sys.executable + "\n"
+                    "import sys\n"
+                    "a = sys.argv\n"
+                    "if '--help' in a: sys.exit(0)\n"
+                    "open(a[a.index('-o') + 1], 'w').write('{\"features\": [')\n"
+                    "sys.exit(3)\n")
+        os.chmod(partial, os.stat(partial).st_mode | stat.S_IEXEC)
+        cache_partial = os.path.join(self.tmp.name, "cache-partial")
+        with self.assertRaises(D.DataError) as e:
+            quiet(D.load_records, d, ["x.t1"], tempo_binary=partial, cache_dir=cache_partial)
+        self.assertIn("failed with status 3", str(e.exception))
+        self.assertEqual(os.listdir(cache_partial), [])
 
     def test_lab_records_through_real_featurize(self):
         """Records in the lab's schema (from `tempo lab sample`, ast removed) get their ASTs
