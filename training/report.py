@@ -277,7 +277,7 @@ def write_weights_index(weights_dir: str) -> str:
     for p in sorted(glob.glob(os.path.join(weights_dir, "*.card.json"))):
         with open(p) as f:
             cards.append(json.load(f))
-    head = ["file", "config", "data", "split (seed)", "train / val / test", "held-out MAPE",
+    head = ["file", "config", "data", "split (seed)", "train / val / test", "test set", "MAPE",
             "RMSE ln", "Kendall τ", "top-1", "µs/pred (tempo)", "tempo vs PyTorch", "params",
             "trained"]
     lines = ["# Shipped models", "",
@@ -285,7 +285,8 @@ def write_weights_index(weights_dir: str) -> str:
              "do not edit by hand. Each `<name>.safetensors` is a converted CDMPP model "
              "(converters/README.md) with its self-test and its card embedded (`tempo.card`); "
              "`<name>.card.json` is the same card: data, filters, split, metrics on the held-out "
-             "records, training time and settings. Metrics are defined in "
+             "records, training time and settings; a model tested on several sets has a row per set. "
+             "Metrics are defined in "
              "bench/results/accuracy.md. tempo vs PyTorch: the largest relative difference "
              "between the engine's and PyTorch's seconds over the test programs checked.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -298,7 +299,7 @@ def write_weights_index(weights_dir: str) -> str:
                 _data_cell(d),
                 f"{sp.get('name', '?')} ({sp.get('seed', '?')})",
                 f"{counts.get('train', '?')} / {counts.get('val', '?')} / {counts.get('test', '?')}",
-                _f(m.get("mape"), pct=True), _f(m.get("rmse_log")), _f(m.get("kendall_tau")),
+                test_set, _f(m.get("mape"), pct=True), _f(m.get("rmse_log")), _f(m.get("kendall_tau")),
                 _f(m.get("top1")), _f(c.get("us_per_prediction_tempo"), digits=1),
                 _parity(c), _f(c.get("parameters")), c.get("date", "?")[:10]]) + " |")
     path = os.path.join(weights_dir, "README.md")

@@ -764,16 +764,19 @@ class WeightsIndex(unittest.TestCase):
                 "split": {"name": "random", "seed": 0,
                           "counts": {"train": 1638, "val": 181, "test": 461}},
                 "metrics": {"x": {"mape": 0.5944, "rmse_log": 0.8878, "kendall_tau": 0.3333,
-                                  "top1": 0.8418}}}
+                                  "top1": 0.8418},
+                            "y (zero-shot)": {"mape": 1.5, "rmse_log": 0.9, "kendall_tau": 0.25,
+                                              "top1": 0.5}}}
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "cdmpp-compact-x.card.json"), "w") as f:
                 json.dump(card, f)
             with open(R.write_weights_index(tmp)) as f:
                 rows = [l for l in f if l.startswith("| `")]
-        self.assertEqual(rows, ["| `cdmpp-compact-x.safetensors` | compact (ansor) | x: 2280 records "
-                                "(noise mad ≤ 0.05) | random (0) | 1638 / 181 / 461 | 59.4% | "
-                                "0.888 | 0.333 | 0.842 | 20.4 | 3.1e-07 over 461 programs | "
-                                "98,817 | 2026-12-02 |\n"])
+        head = ("| `cdmpp-compact-x.safetensors` | compact (ansor) | x: 2280 records "
+                "(noise mad ≤ 0.05) | random (0) | 1638 / 181 / 461 | ")
+        tail = " | 20.4 | 3.1e-07 over 461 programs | 98,817 | 2026-12-02 |\n"
+        self.assertEqual(rows, [head + "x | 59.4% | 0.888 | 0.333 | 0.842" + tail,
+                                head + "y (zero-shot) | 150.0% | 0.900 | 0.250 | 0.500" + tail])
 
     def test_config_cell_names_the_feature_set(self):
         card = {"config_name": "compact", "training": {"hyperparameters": {"features": "ansor+loops"}}}
