@@ -59,6 +59,14 @@ class _SyntheticData:
         kw.setdefault("noise_max_cv", 0.01)
         return quiet(D.load_records, self.data, list(targets), cache_dir=None, **kw)
 
+    def script(self, name: str, python: str) -> str:
+        """An executable Python script in the class's temporary directory (a stand-in binary)."""
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write("#!" + sys.executable + "\n" + python)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
+        return path
+
 
 # --------------------------------------------------------------------------------------
 class Metrics(unittest.TestCase):
@@ -381,21 +389,18 @@ class Data(_SyntheticData, unittest.TestCase):
         # ... and a binary that writes `lab featurize` output is joined on task#sid
         withast = os.path.join(self.tmp.name, "withast")
         write_synthetic_data(withast, n_tasks=3, per_task=6, targets=["x.t1"], seed=2)
-        fake = os.path.join(self.tmp.name, "fake-tempo")
-        with open(fake, "w") as f:
-            f.write("#!" + sys.executable + "\n"
-                    "import sys, json\n"
-                    "sys.path.insert(0, %r)\n"
-                    "from training.data import record_files, iter_jsonl\n"
-                    "a = sys.argv; out = a[a.index('-o') + 1]\n"
-                    "with open(out, 'w') as o:\n"
-                    "    for p in record_files(%r):\n"
-                    "        for _, r in iter_jsonl(p):\n"
-                    "            ast = dict(r['ast'], id=r['task'] + '#' + r['sid'])\n"
-                    "            o.write(json.dumps(ast) + '\\n')\n"
-                    % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       os.path.join(withast, "x.t1")))
-        os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+        fake = self.script("fake-tempo",
+                           "import sys, json\n"
+                           "sys.path.insert(0, %r)\n"
+                           "from training.data import record_files, iter_jsonl\n"
+                           "a = sys.argv; out = a[a.index('-o') + 1]\n"
+                           "with open(out, 'w') as o:\n"
+                           "    for p in record_files(%r):\n"
+                           "        for _, r in iter_jsonl(p):\n"
+                           "            ast = dict(r['ast'], id=r['task'] + '#' + r['sid'])\n"
+                           "            o.write(json.dumps(ast) + '\\n')\n"
+                           % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              os.path.join(withast, "x.t1")))
         cache = os.path.join(self.tmp.name, "cache")
         ds = quiet(D.load_records, d, ["x.t1"], tempo_binary=fake, cache_dir=cache, noise_max_cv=None)
         ref = quiet(D.load_records, withast, ["x.t1"], noise_max_cv=None)
@@ -404,25 +409,19 @@ class Data(_SyntheticData, unittest.TestCase):
         self.assertEqual(len(os.listdir(cache)), 1)
         # ... and one that succeeds without writing its output is named as such, not as a
         # failed status (what a second run racing on a shared temporary file used to see)
-        silent = os.path.join(self.tmp.name, "silent-tempo")
-        with open(silent, "w") as f:
-            f.write("#!/bin/sh\nexit 0\n")
-        os.chmod(silent, os.stat(silent).st_mode | stat.S_IEXEC)
+        silent = self.script("silent-tempo", "import sys\nsys.exit(0)\n")
         with self.assertRaises(D.DataError) as e:
             quiet(D.load_records, d, ["x.t1"], tempo_binary=silent,
                   cache_dir=os.path.join(self.tmp.name, "cache-silent"))
         self.assertIn("exited with status 0 but wrote no", str(e.exception))
         self.assertIn(f".{os.getpid()}.tmp", str(e.exception))
         # ... and one that fails half-way leaves no partial output in the cache
-        partial = os.path.join(self.tmp.name, "partial-tempo")
-        with open(partial, "w") as f:
-            f.write("#!" + sys.executable + "\n"
-                    "import sys\n"
-                    "a = sys.argv\n"
-                    "if '--help' in a: sys.exit(0)\n"
-                    "open(a[a.index('-o') + 1], 'w').write('{\"features\": [')\n"
-                    "sys.exit(3)\n")
-        os.chmod(partial, os.stat(partial).st_mode | stat.S_IEXEC)
+        partial = self.script("partial-tempo",
+                              "import sys\n"
+                              "a = sys.argv\n"
+                              "if '--help' in a: sys.exit(0)\n"
+                              "open(a[a.index('-o') + 1], 'w').write('{\"features\": [')\n"
+                              "sys.exit(3)\n")
         cache_partial = os.path.join(self.tmp.name, "cache-partial")
         with self.assertRaises(D.DataError) as e:
             quiet(D.load_records, d, ["x.t1"], tempo_binary=partial, cache_dir=cache_partial)
