@@ -1,7 +1,7 @@
 """One command per experiment: load records, split, train CDMPP and the baselines, evaluate,
 write the split, the report rows, scatter plots and (with --ship) the converted weights.
 
-    python3 -m training.run random|cross-model|cross-device [--quick] [--data DIR] [--out DIR]
+    python3 -m training.run random|cross-model|cross-device|same-programs [--quick] [--data DIR] [--out DIR]
         [--config FILE] [--seed N] [--model compact|paper] [--tempo PATH] [--threads N]
         [--noise-max-cv X] [--noise-stat std|mad] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
         [--splits-dir DIR] [--skip-baselines] [--splits-only] [--resume] [--no-progress]
@@ -41,7 +41,7 @@ from training.data import (FEATURE_SETS, DataError, Dataset, find_tempo_binary, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_CONFIG = os.path.join(HERE, "config.json")
-EXPERIMENTS = ("random", "cross-model", "cross-device")
+EXPERIMENTS = ("random", "cross-model", "cross-device", "same-programs")
 
 QUICK = {
     "cdmpp": {"model_overrides": {"d_model": 32, "ffn_dim": 32, "layers": 1, "embed_dims": [32, 16],
@@ -192,19 +192,24 @@ class Runner:
             f"top1 {m['top1']:.3f}")
         return r
 
-    def baselines(self, ds: Dataset, train, val, tests: Dict[str, np.ndarray], tag: str = "") -> None:
+    def baselines(self, ds: Dataset, train, val, tests: Dict[str, np.ndarray], tag: str = "",
+                  xgboost_targets=("log", "throughput"), mlp: bool = True,
+                  extra: Optional[dict] = None, plot: bool = True) -> None:
         if self.args.skip_baselines:
             return
         cfg = self.cfg
         prog = cfg.get("progress", True)
         ds = ds.first_columns(FEATURE_SETS["ansor"])  # TVM's cost models read Ansor's features
-        for target in ("log", "throughput"):
+        for target in xgboost_targets:
             xm = B.train_xgboost(ds, train, val, target=target, params=cfg["xgboost"],
                                  threads=cfg["threads"], seed=cfg["seed"], progress=prog)
             for name, idx in tests.items():
                 self.row(f"xgboost-{target}{tag}", name, ds, idx, pred_s=xm.predict_seconds(ds, idx),
                          rank_key=xm.rank_key(ds, idx), train_time_s=xm.train_time_s,
-                         parameters=xm.parameters, extra={"rounds": xm.best_iteration + 1})
+                         parameters=xm.parameters,
+                         extra=dict(extra or {}, rounds=xm.best_iteration + 1), plot=plot)
+        if not mlp:
+            return
         mc = cfg["mlp"]
         mm = B.train_mlp(ds, train, val, hidden=mc["hidden"], lr=mc["lr"],
                          weight_decay=mc["weight_decay"], batch_size=mc["batch_size"],
@@ -514,6 +519,65 @@ def exp_cross_device(cfg: dict, args) -> dict:
                      parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
 
 
+def exp_same_programs(cfg: dict, args) -> dict:
+    """Two targets that timed the same programs (e.g. one compile mode against another):
+    one split of the programs both hold, per seed, used for both targets, and a model of each
+    kind trained on each target's latencies. What differs between the two rows of a seed is
+    only what the targets measured."""
+    rn = Runner(cfg, args, "same-programs")
+    pc = cfg["same_programs"]
+    targets = list(args.targets or pc["targets"])
+    if len(targets) != 2 or targets[0] == targets[1]:
+        raise SystemExit(f"same-programs: takes two different targets, got {targets}")
+    ds = load_dataset(cfg, targets, rn.out)
+    where = [{} for _ in targets]  # program ("task#sid") -> record index, per target
+    for i, key in enumerate(ds.keys):
+        program, target = key.rsplit("@", 1)
+        where[targets.index(target)][program] = i
+    common = sorted(set(where[0]) & set(where[1]))
+    if not common:
+        raise SystemExit(f"same-programs: {targets[0]} and {targets[1]} hold no program in common "
+                         f"after the filters ({len(where[0])} and {len(where[1])} records)")
+    aligned = [np.array([w[p] for p in common], dtype=np.int64) for w in where]
+    first = ds.subset(aligned[0])  # the split is drawn over one target's records
+    synthetic = is_synthetic(cfg, targets)
+    seeds = [args.seed] if args.seed is not None else list(pc["seeds"])
+    cmd_weight = cfg["cross_model"]["cmd_weight"] if pc["split"] == "cross-model" else 0.0
+    split_files = []
+    for seed in seeds:
+        if pc["split"] == "cross-model":
+            split = S.cross_model_split(first, cfg["cross_model"]["holdout_networks"], seed,
+                                        cfg["val_fraction"])
+        elif pc["split"] == "random":
+            split = S.random_split(first, seed, pc["test_fraction"], cfg["val_fraction"])
+        else:
+            raise SystemExit(f"same-programs: split must be random or cross-model, got {pc['split']!r}")
+        split_files.append(S.write_split(split, first, rn.splits_dir,
+                                         tag=f"same-programs.seed{seed}.{targets[0]}"))
+        log(f"same-programs seed {seed}: {len(common)} programs, {split.counts()}")
+        if args.splits_only:
+            continue
+        for target, index in zip(targets, aligned):
+            part = {k: index[getattr(split, k)] for k in ("train", "val", "test")}
+            tc = train_config(cfg, cmd_weight=cmd_weight, seed=seed)
+            name = model_name(cfg, "same-programs", target, f"seed{seed}")
+            res = C.train(ds, part["train"], part["val"], tc,
+                          out_dir=os.path.join(rn.out, "ckpt", name), target_idx=part["test"],
+                          device=False, desc=name)
+            test_set = f"{target}, seed {seed}"
+            pair = {"pair_target": target, "pair_seed": seed,
+                    "test_programs": S.program_digest(ds, part["test"])}
+            plot = seed == seeds[0]  # one seed's scatter plots say what the others would
+            rn.cdmpp_rows(res, model_name(cfg), ds, {test_set: part["test"]}, extra=pair,
+                          plot=plot)
+            rn.baselines(ds, part["train"], part["val"], {test_set: part["test"]},
+                         xgboost_targets=("log",), mlp=False, extra=pair, plot=plot)
+    if args.splits_only:
+        return {}
+    return rn.finish(ds, targets, split_files, synthetic, records=2 * len(common),
+                     parts={t: a for t, a in zip(targets, aligned)})
+
+
 def finetune_set(train: np.ndarray, selected: np.ndarray, share: float) -> np.ndarray:
     """The fine-tuning records: the source training records plus the selected target
     records, repeated so that they make up about `share` of each epoch (0: once each). A few
@@ -567,7 +631,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default=DEFAULT_CONFIG)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--model", choices=["compact", "paper"])
-    ap.add_argument("--targets", nargs="+", help="random: targets; cross-model: the target")
+    ap.add_argument("--targets", nargs="+",
+                    help="random: targets; cross-model: the target; same-programs: the two targets")
     ap.add_argument("--tempo", help="the tempo binary (featurize, timing)")
     ap.add_argument("--threads", type=int)
     ap.add_argument("--noise-max-cv", type=float, dest="noise_max_cv",
@@ -595,7 +660,8 @@ def main(argv=None) -> int:
     cfg["blas"] = os.environ.get("TEMPO_TRAINING_BLAS", "system")
     torch.set_num_threads(max(1, int(cfg["threads"])))
     t0 = time.time()
-    fn = {"random": exp_random, "cross-model": exp_cross_model, "cross-device": exp_cross_device}
+    fn = {"random": exp_random, "cross-model": exp_cross_model, "cross-device": exp_cross_device,
+          "same-programs": exp_same_programs}
     fn[args.experiment](cfg, args)
     log(f"{args.experiment}: done in {time.time() - t0:.0f} s")
     return 0

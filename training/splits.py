@@ -193,12 +193,21 @@ def _members(ds: Dataset, idx) -> Dict[str, Dict[str, List[str]]]:
     return out
 
 
-def _digest(ds: Dataset, idx) -> str:
+def _digest_keys(keys) -> str:
     import hashlib
     h = hashlib.sha256()
-    for k in sorted(ds.keys[i] for i in idx):
+    for k in sorted(keys):
         h.update(k.encode() + b"\n")
     return h.hexdigest()[:16]
+
+
+def _digest(ds: Dataset, idx) -> str:
+    return _digest_keys(ds.keys[i] for i in idx)
+
+
+def program_digest(ds: Dataset, idx) -> str:
+    """A digest of the programs (task#sid) of the records idx, whichever target timed them."""
+    return _digest_keys(ds.keys[i].rsplit("@", 1)[0] for i in idx)
 
 
 def write_split(split: Split, ds: Dataset, directory: str = SPLITS_DIR, tag: str = "") -> str:

@@ -680,6 +680,43 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertIn("Fine-tuning selections compared", md2)
         self.assertRegex(md2, r"\| 5% \| kmeans \| 2 \| \d+ \(\d+\), \d+ \(\d+\) \| [\d.]+% ± [\d.]+ \|")
 
+    def test_same_programs_splits_the_programs_both_targets_hold(self):
+        out = os.path.join(self.tmp.name, "out-same")
+        a, b = SYNTHETIC_TARGETS[:2]
+        # std/mean ≤ 0.01 drops each target's noisy records independently (synthetic: ~10 %)
+        filters = ["--noise-stat", "std", "--noise-max-cv", "0.01"]
+        quiet(run.main, ["same-programs", "--quick", "--no-progress", "--data", self.data,
+                         "--out", out, "--targets", a, b, "--set", 'cdmpp.features="ansor"',
+                         "--set", "same_programs.seeds=[0, 1]"] + filters)
+        ds = self.load([a, b], noise_max_cv=0.01, noise_stat="std")
+        programs = {t: {k.rsplit("@", 1)[0] for k in ds.keys if k.endswith("@" + t)} for t in (a, b)}
+        common = programs[a] & programs[b]
+        self.assertLess(len(common), min(len(programs[a]), len(programs[b])))
+        for seed in (0, 1):
+            parts = S.read_members(os.path.join(out, "splits", f"random.same-programs.seed{seed}.{a}.json"))
+            split_programs = {k.rsplit("@", 1)[0] for keys in parts.values() for k in keys}
+            self.assertEqual(split_programs, common)
+        res = json.load(open(os.path.join(out, "result.json")))
+        self.assertEqual(res["data"]["records"], 2 * len(common))
+        cells = {(r["model"], r["pair_seed"], r["pair_target"]): r for r in res["rows"]}
+        self.assertEqual(len(cells), len(res["rows"]))
+        self.assertEqual(set(cells), {(m, s, t) for m in ("cdmpp-compact", "xgboost-log")
+                                      for s in (0, 1) for t in (a, b)})
+        for (model, seed, target), r in cells.items():
+            # one test set per seed: the same programs on either target
+            self.assertEqual(r["test_programs"], cells[(model, seed, a)]["test_programs"])
+            self.assertEqual(r["metrics"]["records"], cells[(model, seed, a)]["metrics"]["records"])
+            self.assertEqual("scatter" in r, seed == 0)
+        self.assertNotEqual(cells[("cdmpp-compact", 0, a)]["test_programs"],
+                            cells[("cdmpp-compact", 1, a)]["test_programs"])
+        md = open(os.path.join(out, "report", "accuracy.md")).read()
+        self.assertIn("## same-programs", md)
+        self.assertIn(f"| model | seed | MAPE: {a} | MAPE: {b} |", md)
+        self.assertRegex(md, r"\| cdmpp-compact \| mean ± sd \| [\d.]+% ± [\d.]+ \| [\d.]+% ± [\d.]+ \|")
+        with self.assertRaisesRegex(SystemExit, "takes two different targets"):
+            quiet(run.main, ["same-programs", "--quick", "--data", self.data, "--out", out,
+                             "--targets", a])
+
 
 class SplitSettings(unittest.TestCase):
     def test_a_split_section_overrides_the_shared_cdmpp_settings(self):

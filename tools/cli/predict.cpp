@@ -5,7 +5,6 @@
 // the exit status is 1.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "commands.hpp"
 #include "tempo/tempo.hpp"
 
@@ -103,14 +103,14 @@ int predict_main(int argc, char** argv) {
             timing = true;
         } else if (arg == "--table") {
             table = true;
-        } else if (arg == "--batch" && i + 1 < argc) {
-            char* end = nullptr;
-            const long n = std::strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > 1 << 20) {
-                std::cerr << "tempo predict: --batch takes a count in 1..1048576\n";
+        } else if (arg == "--batch") {
+            try {
+                if (i + 1 == argc) throw Error("tempo predict", "--batch needs a value");
+                batch = parse_int<std::size_t>(argv[++i], "tempo predict --batch", 1, 1 << 20);
+            } catch (const Error& e) {
+                std::cerr << e.what() << "\n";
                 return 2;
             }
-            batch = std::size_t(n);
         } else if (arg.size() > 1 && arg[0] == '-') {
             std::cerr << "tempo predict: unknown option " << arg << "\n" << kPredictUsage;
             return 2;
