@@ -197,10 +197,12 @@ def render(results: List[dict]) -> str:
                                 for t, v in res["per_target"].items())
         else:
             targets = ", ".join(d.get("targets", []))
+        seeds = res.get("seeds") or [res.get("seed")]
+        seed_text = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(str(s) for s in seeds)}"
         out.append(f"Data: targets {targets}; {d.get('records') or '?'} "
                    f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
                    f"≤ {d.get('noise_max_cv')}); split file "
-                   f"`{res.get('split_file', '?')}` (seed {res.get('seed')}); run {res.get('date', '?')}. "
+                   f"`{res.get('split_file', '?')}` ({seed_text}); run {res.get('date', '?')}. "
                    f"Features: CDMPP `{(res.get('cdmpp') or {}).get('features', 'ansor')}`, the "
                    f"baselines Ansor's 164 columns.")
         spans = {k: v for k, v in (res.get("measured") or {}).items() if v}
@@ -222,9 +224,10 @@ def render(results: List[dict]) -> str:
 
 
 def keep_other_targets(result: dict, previous: Optional[dict]) -> dict:
-    """A per-target split (random: one model per target) run on some of its targets
-    (`--targets X`) replaces those targets' rows; the previous result's other targets keep
-    their rows, records, split file and run date (`per_target`)."""
+    """A per-target split (random, cross-model: one model per target) run on some of its
+    targets (`--targets X`) replaces those targets' rows; the previous result's other targets
+    keep their rows, records, split file, run date (`per_target`) and measurement spans (named
+    "<target> <part>"). A row's target is its `target` field, else its test set."""
     ran = result.get("per_target")
     if not ran or not previous or previous.get("split") != result["split"]:
         return result
@@ -237,7 +240,9 @@ def keep_other_targets(result: dict, previous: Optional[dict]) -> dict:
                   for t in kept}
     per_target.update(out["per_target"])
     out["per_target"] = per_target
-    out["rows"] = [r for r in previous["rows"] if r.get("test_set") in kept] + out["rows"]
+    out["rows"] = [r for r in previous["rows"] if r.get("target", r.get("test_set")) in kept] + out["rows"]
+    spans = {k: v for k, v in (previous.get("measured") or {}).items() if k.split(" ")[0] in kept}
+    out["measured"] = dict(spans, **(out.get("measured") or {}))
     out["data"]["targets"] = list(per_target)
     records = [v.get("records") for v in per_target.values()]
     out["data"]["records"] = sum(records) if None not in records else None

@@ -218,7 +218,7 @@ class Runner:
                          max_steps=20 if self.args.quick else 0, progress=prog)
         for name, idx in tests.items():
             self.row(f"mlp-segsum{tag}", name, ds, idx, pred_s=mm.predict_seconds(ds, idx),
-                     train_time_s=mm.train_time_s, parameters=mm.parameters)
+                     train_time_s=mm.train_time_s, parameters=mm.parameters, extra=extra, plot=plot)
 
     def cdmpp_rows(self, res: C.TrainResult, name: str, ds: Dataset, tests: Dict[str, np.ndarray],
                    extra=None, plot: bool = True) -> Dict[str, dict]:
@@ -295,12 +295,16 @@ class Runner:
         return path
 
     def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool,
-               records: Optional[int] = None, parts: Optional[Dict[str, np.ndarray]] = None,
-               per_target: Optional[Dict[str, dict]] = None) -> dict:
-        """parts: named index sets (training, test) whose measurement times the report shows:
-        records of one part timed in another host state than the other's bias the result.
+               records: Optional[int] = None, measured: Optional[Dict[str, Optional[List[str]]]] = None,
+               per_target: Optional[Dict[str, dict]] = None,
+               seeds: Optional[List[int]] = None) -> dict:
+        """measured: the measurement span (`measured_span`) of named parts (training, test),
+        which the report shows: records of one part timed in another host state than the
+        other's bias the result.
         per_target: a split with one model per target (random): each target's records and
-        split file, so that a run on some targets keeps the others' rows in the report."""
+        split file, so that a run on some targets keeps the others' rows in the report.
+        seeds: the split seeds of an experiment that draws one split per seed (else the
+        config's seed)."""
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         result = {"split": self.experiment, "seed": self.cfg["seed"],
                   "date": date,
@@ -312,7 +316,9 @@ class Runner:
                   "cdmpp": self.cfg["cdmpp"], "xgboost": self.cfg["xgboost"], "mlp": self.cfg["mlp"],
                   "blas": self.cfg.get("blas"), "threads": self.cfg["threads"],
                   "quick": bool(self.args.quick), "rows": self.rows,
-                  "measured": {name: measured_span(ds, idx) for name, idx in (parts or {}).items()}}
+                  "measured": dict(measured or {})}
+        if seeds:
+            result["seeds"] = list(seeds)
         if per_target:
             result["per_target"] = {t: dict(v, date=date) for t, v in per_target.items()}
         with open(os.path.join(self.out, "result.json"), "w") as f:
@@ -382,72 +388,67 @@ def model_name(cfg: dict, *parts: str) -> str:
     return "-".join(["cdmpp", cfg["cdmpp"]["model"]] + [p for p in parts if p])
 
 
-def exp_random(cfg: dict, args) -> dict:
-    rn = Runner(cfg, args, "random")
-    rc = cfg["random"]
-    targets = list(args.targets or rc["targets"])
-    split_files, last_ds = [], None
-    synthetic = False
-    total = 0
-    done, per_target = [], {}
+def per_target_models(rn: Runner, cfg: dict, targets: List[str], section: dict, split_of,
+                      test_name, name_part: str = "") -> dict:
+    """random and cross-model: one model per target, trained and tested on a split of that
+    target's own records (split_of(ds) -> Split; test_name(target) names its test set). A
+    run on some targets (--targets) keeps the others' rows in the report; of several targets
+    one without usable records is skipped."""
+    split_files, per_target, spans, synthetic, last_ds = [], {}, {}, False, None
     for target in targets:
         try:
             ds = load_dataset(cfg, [target], rn.out)
         except DataError as e:
             if len(targets) == 1:
                 raise
-            log(f"random: skipping target {target}: {e}")
+            log(f"{rn.experiment}: skipping target {target}: {e}")
             continue
-        done.append(target)
+        split = split_of(ds)
+        if not len(split.test) or not len(split.train):
+            raise SystemExit(f"{rn.experiment}: {target}: empty train or test set "
+                             f"(counts {split.counts()})")
         synthetic = synthetic or is_synthetic(cfg, [target])
-        total += len(ds)
-        split = S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"])
         sf = S.write_split(split, ds, rn.splits_dir, tag=target)
         split_files.append(sf)
         per_target[target] = {"records": len(ds), "split_file": repo_path(sf)}
-        if args.splits_only:
+        last_ds = ds
+        if rn.args.splits_only:
             log(f"split {sf}: {split.counts()}")
             continue
-        tc = train_config(cfg, cmd_weight=rc.get("cmd_weight", 0.0))
-        name = model_name(cfg, target)
+        tc = train_config(cfg, cmd_weight=section.get("cmd_weight", 0.0))
+        name = model_name(cfg, name_part, target)
+        # CMD target domain: the (unlabelled) test programs
         res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
                       target_idx=split.test, device=False, desc=name)
-        rows = rn.cdmpp_rows(res, model_name(cfg), ds, {target: split.test})
+        tests = {test_name(target): split.test}
+        rows = rn.cdmpp_rows(res, model_name(cfg), ds, tests, extra={"target": target})
         rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
-        rn.baselines(ds, split.train, split.val, {target: split.test})
-        last_ds = ds
-    if args.splits_only:
+        rn.baselines(ds, split.train, split.val, tests, extra={"target": target})
+        spans[f"{target} training"] = measured_span(ds, np.concatenate([split.train, split.val]))
+        spans[f"{target} test"] = measured_span(ds, split.test)
+    if rn.args.splits_only:
         return {}
     if last_ds is None:
-        raise SystemExit(f"random: no usable records for any of {targets}")
-    return rn.finish(last_ds, done, split_files, synthetic, records=total, per_target=per_target)
+        raise SystemExit(f"{rn.experiment}: no usable records for any of {targets}")
+    records = sum(v["records"] for v in per_target.values())
+    return rn.finish(last_ds, list(per_target), split_files, synthetic, records=records,
+                     measured=spans, per_target=per_target)
+
+
+def exp_random(cfg: dict, args) -> dict:
+    rc = cfg["random"]
+    return per_target_models(
+        Runner(cfg, args, "random"), cfg, list(args.targets or rc["targets"]), rc,
+        lambda ds: S.random_split(ds, cfg["seed"], rc["test_fraction"], cfg["val_fraction"]),
+        test_name=lambda target: target)
 
 
 def exp_cross_model(cfg: dict, args) -> dict:
-    rn = Runner(cfg, args, "cross-model")
     mc = cfg["cross_model"]
-    target = (args.targets or [mc["target"]])[0]
-    ds = load_dataset(cfg, [target], rn.out)
-    synthetic = is_synthetic(cfg, [target])
-    split = S.cross_model_split(ds, mc["holdout_networks"], cfg["seed"], cfg["val_fraction"])
-    if not len(split.test) or not len(split.train):
-        raise SystemExit(f"cross-model: empty train or test set (hold-out networks "
-                         f"{mc['holdout_networks']}; counts {split.counts()})")
-    sf = S.write_split(split, ds, rn.splits_dir, tag=target)
-    if args.splits_only:
-        log(f"split {sf}: {split.counts()}; test tasks {len(split.params['test_tasks'])}")
-        return {}
-    tc = train_config(cfg, cmd_weight=mc.get("cmd_weight", 0.0))
-    name = model_name(cfg, "cross-model", target)
-    # CMD target domain: the (unlabelled) programs of the held-out tasks
-    res = C.train(ds, split.train, split.val, tc, out_dir=os.path.join(rn.out, "ckpt", name),
-                  target_idx=split.test, device=False, desc=name)
-    tests = {"held-out tasks": split.test}
-    rows = rn.cdmpp_rows(res, model_name(cfg), ds, tests)
-    rn.export(res, name, ds, split, sf, rows, split.test, synthetic)
-    rn.baselines(ds, split.train, split.val, tests)
-    return rn.finish(ds, [target], [sf], synthetic,
-                     parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
+    return per_target_models(
+        Runner(cfg, args, "cross-model"), cfg, list(args.targets or mc["targets"]), mc,
+        lambda ds: S.cross_model_split(ds, mc["holdout_networks"], cfg["seed"], cfg["val_fraction"]),
+        test_name=lambda target: f"{target}, held-out tasks", name_part="cross-model")
 
 
 def exp_cross_device(cfg: dict, args) -> dict:
@@ -516,7 +517,8 @@ def exp_cross_device(cfg: dict, args) -> dict:
             rn.baselines(ds, finetune_set(split.train, v["finetune"], 0.0), split.val,
                          {label: v["test"]}, tag="+target")
     return rn.finish(ds, targets, [sf], synthetic,
-                     parts={"training": np.concatenate([split.train, split.val]), "test": split.test})
+                     measured={"training": measured_span(ds, np.concatenate([split.train, split.val])),
+                               "test": measured_span(ds, split.test)})
 
 
 def exp_same_programs(cfg: dict, args) -> dict:
@@ -575,7 +577,7 @@ def exp_same_programs(cfg: dict, args) -> dict:
     if args.splits_only:
         return {}
     return rn.finish(ds, targets, split_files, synthetic, records=2 * len(common),
-                     parts={t: a for t, a in zip(targets, aligned)})
+                     measured={t: measured_span(ds, a) for t, a in zip(targets, aligned)}, seeds=seeds)
 
 
 def finetune_set(train: np.ndarray, selected: np.ndarray, share: float) -> np.ndarray:

@@ -680,6 +680,37 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertIn("Fine-tuning selections compared", md2)
         self.assertRegex(md2, r"\| 5% \| kmeans \| 2 \| \d+ \(\d+\), \d+ \(\d+\) \| [\d.]+% ± [\d.]+ \|")
 
+    def test_cross_model_trains_one_model_per_target_and_keeps_the_others_rows(self):
+        out = os.path.join(self.tmp.name, "out-cross-model")
+        a, b = SYNTHETIC_TARGETS[:2]
+        args = ["--quick", "--no-progress", "--data", self.data, "--out", out,
+                "--set", 'cdmpp.features="ansor"', "--noise-stat", "std", "--noise-max-cv", "0.01"]
+        quiet(run.main, ["cross-model", "--targets", a, b] + args)
+        res = json.load(open(os.path.join(out, "result.json")))
+        self.assertEqual({(r["model"], r["target"], r["test_set"]) for r in res["rows"]},
+                         {(m, t, f"{t}, held-out tasks") for t in (a, b)
+                          for m in ("cdmpp-compact", "xgboost-log", "xgboost-throughput", "mlp-segsum")})
+        for t in (a, b):
+            ds = self.load([t], noise_stat="std")
+            test = {ds.keys[i] for i in S.cross_model_split(ds, ["resnet_50", "bert_tiny"]).test}
+            self.assertEqual(S.read_members(os.path.join(out, "splits", f"cross-model.{t}.json"))["test"], test)
+            self.assertTrue(os.path.exists(os.path.join(out, "models", f"cdmpp-compact-cross-model-{t}.safetensors")))
+            self.assertTrue(res["measured"][f"{t} training"] and res["measured"][f"{t} test"])
+        before = {r["model"]: r["metrics"] for r in res["rows"] if r["target"] == a}
+        # a run on one target replaces its rows only
+        quiet(run.main, ["cross-model", "--targets", b, "--seed", "1"] + args)
+        merged = json.load(open(os.path.join(out, "report", "accuracy.cross-model.json")))
+        self.assertEqual(merged["data"]["targets"], [a, b])
+        self.assertEqual({r["model"]: r["metrics"] for r in merged["rows"] if r["target"] == a}, before)
+        self.assertEqual(len(merged["rows"]), 8)
+        self.assertEqual(sorted(merged["measured"]), sorted(f"{t} {p}" for t in (a, b) for p in ("training", "test")))
+        md = open(os.path.join(out, "report", "accuracy.md")).read()
+        self.assertIn(f"| cdmpp-compact | {a}, held-out tasks |", md)
+        self.assertIn(f"{b} test records", md)
+        for r in merged["rows"]:
+            if r.get("scatter"):
+                self.assertTrue(os.path.exists(os.path.join(out, "report", r["scatter"])), r["scatter"])
+
     def test_same_programs_splits_the_programs_both_targets_hold(self):
         out = os.path.join(self.tmp.name, "out-same")
         a, b = SYNTHETIC_TARGETS[:2]
@@ -711,6 +742,7 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
                             cells[("cdmpp-compact", 1, a)]["test_programs"])
         md = open(os.path.join(out, "report", "accuracy.md")).read()
         self.assertIn("## same-programs", md)
+        self.assertIn(f"random.same-programs.seed1.{a}.json` (seeds 0, 1); run", md)
         self.assertIn(f"| model | seed | MAPE: {a} | MAPE: {b} |", md)
         self.assertRegex(md, r"\| cdmpp-compact \| mean ± sd \| [\d.]+% ± [\d.]+ \| [\d.]+% ± [\d.]+ \|")
         with self.assertRaisesRegex(SystemExit, "takes two different targets"):
