@@ -301,8 +301,9 @@ class Runner:
         """measured: the measurement span (`measured_span`) of named parts (training, test),
         which the report shows: records of one part timed in another host state than the
         other's bias the result.
-        per_target: a split with one model per target (random): each target's records and
-        split file, so that a run on some targets keeps the others' rows in the report.
+        per_target: a split with one model per target (random, cross-model): each target's
+        records and split file, so that a run on some targets keeps the others' rows in the
+        report.
         seeds: the split seeds of an experiment that draws one split per seed (else the
         config's seed)."""
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -576,8 +577,9 @@ def exp_same_programs(cfg: dict, args) -> dict:
                          xgboost_targets=("log",), mlp=False, extra=pair, plot=plot)
     if args.splits_only:
         return {}
-    return rn.finish(ds, targets, split_files, synthetic, records=2 * len(common),
-                     measured={t: measured_span(ds, a) for t, a in zip(targets, aligned)}, seeds=seeds)
+    spans = {t: measured_span(ds, a) for t, a in zip(targets, aligned)}
+    return rn.finish(ds, targets, split_files, synthetic, records=2 * len(common), measured=spans,
+                     seeds=seeds)
 
 
 def finetune_set(train: np.ndarray, selected: np.ndarray, share: float) -> np.ndarray:
