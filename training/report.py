@@ -195,14 +195,16 @@ def render(results: List[dict]) -> str:
         if len(runs) > 1:  # targets trained in different runs: say which ran when
             targets = ", ".join(f"{t} ({v.get('records', '?')} records, run {v.get('date', '?')})"
                                 for t, v in res["per_target"].items())
+            run_text = ""
         else:
             targets = ", ".join(d.get("targets", []))
+            run_text = f"; run {res.get('date', '?')}"
         seeds = res.get("seeds") or [res.get("seed")]
         seed_text = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(str(s) for s in seeds)}"
         out.append(f"Data: targets {targets}; {d.get('records') or '?'} "
                    f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
                    f"≤ {d.get('noise_max_cv')}); split file "
-                   f"`{res.get('split_file', '?')}` ({seed_text}); run {res.get('date', '?')}. "
+                   f"`{res.get('split_file', '?')}` ({seed_text}){run_text}. "
                    f"Features: CDMPP `{(res.get('cdmpp') or {}).get('features', 'ansor')}`, the "
                    f"baselines Ansor's 164 columns.")
         spans = {k: v for k, v in (res.get("measured") or {}).items() if v}

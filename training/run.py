@@ -406,8 +406,9 @@ def per_target_models(rn: Runner, cfg: dict, targets: List[str], section: dict, 
             continue
         split = split_of(ds)
         if not len(split.test) or not len(split.train):
+            shown = {k: v for k, v in split.params.items() if k != "test_tasks"}
             raise SystemExit(f"{rn.experiment}: {target}: empty train or test set "
-                             f"(counts {split.counts()})")
+                             f"(counts {split.counts()}; split {shown})")
         synthetic = synthetic or is_synthetic(cfg, [target])
         sf = S.write_split(split, ds, rn.splits_dir, tag=target)
         split_files.append(sf)

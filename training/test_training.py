@@ -808,8 +808,12 @@ class Report(unittest.TestCase):
             self.assertEqual(merged["data"]["records"], 20)
             self.assertEqual(merged["split_file"], "random.a.json, random.b.json")
             self.assertIn("Data: targets a (10 records, run D1), b (10 records, run D2); 20 records", md)
+            self.assertIn("(seed 0). Features:", md)  # the run dates are the targets' own
             # a run on every target replaces them all; other splits are never merged
-            R.write_result(result("D3", ["a", "b"], 0.75), tmp)
+            with open(R.write_result(result("D3", ["a", "b"], 0.75), tmp)) as f:
+                md = f.read()
+            self.assertIn("Data: targets a, b; 20 records", md)
+            self.assertIn("(seed 0); run D3. Features:", md)
             with open(os.path.join(tmp, "accuracy.random.json")) as f:
                 self.assertEqual({r["metrics"]["mape"] for r in json.load(f)["rows"]}, {0.75})
             other = dict(result("D4", ["b"], 0.1), split="cross-model")
