@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -710,6 +711,12 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         for r in merged["rows"]:
             if r.get("scatter"):
                 self.assertTrue(os.path.exists(os.path.join(out, "report", r["scatter"])), r["scatter"])
+        # hold-out networks no task belongs to: the error names them, nothing trains
+        with self.assertRaisesRegex(SystemExit, r"cross-model: %s: empty train or test set "
+                                    r"\(counts \{'train': \d+, 'val': \d+, 'test': 0\}; split "
+                                    r"\{'holdout_networks': \['no_such_net'\]" % re.escape(a)):
+            quiet(run.main, ["cross-model", "--targets", a, "--set",
+                             'cross_model.holdout_networks=["no_such_net"]'] + args)
 
     def test_same_programs_splits_the_programs_both_targets_hold(self):
         out = os.path.join(self.tmp.name, "out-same")
