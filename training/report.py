@@ -19,7 +19,7 @@ from typing import List, Optional
 
 import numpy as np
 
-SPLIT_ORDER = ["random", "cross-model", "cross-device", "same-programs"]
+SPLIT_ORDER = ["random", "cross-model", "cross-device", "same-programs", "evaluate"]
 SPLIT_TEXT = {
     "random": "Per (task, target) 80/20 record split; each target's model is trained on its own records.",
     "cross-model": "Every task that occurs in a hold-out network is the test set; all other tasks train.",
@@ -34,6 +34,14 @@ SPLIT_TEXT = {
                      "seed, one split of the programs both hold, used for both targets; each "
                      "model is trained on each target's latencies, so the two rows of a seed "
                      "differ only in what the targets measured.",
+    "evaluate": "No training: the shipped models (weights/, as converted files) predict a "
+                "target's records through the engine (`tempo predict`), on every program and "
+                "on the programs outside the model's training split (the train and validation "
+                "parts of the split file its card names, on any target). A model without "
+                "device input predicts the CPU it was trained on. Recall rows: a program's "
+                "latency on another target × the two targets' median latency ratio over the "
+                "programs both timed, which reads the test labels (an optimistic bound for "
+                "carrying measurements from one CPU to another).",
 }
 
 
@@ -201,12 +209,16 @@ def render(results: List[dict]) -> str:
             run_text = f"; run {res.get('date', '?')}"
         seeds = res.get("seeds") or [res.get("seed")]
         seed_text = f"seed{'s' if len(seeds) > 1 else ''} {', '.join(str(s) for s in seeds)}"
+        if res["split"] == "evaluate":  # nothing trained: the models bring split and features
+            split_text = f"the models' split files `{res.get('split_file', '?')}`"
+            features = "each model's own"
+        else:
+            split_text = f"split file `{res.get('split_file', '?')}` ({seed_text})"
+            features = (f"CDMPP `{(res.get('cdmpp') or {}).get('features', 'ansor')}`, the "
+                        f"baselines Ansor's 164 columns")
         out.append(f"Data: targets {targets}; {d.get('records') or '?'} "
                    f"records after filters (noise {'MAD/median' if d.get('noise_stat') == 'mad' else 'std/mean'} "
-                   f"≤ {d.get('noise_max_cv')}); split file "
-                   f"`{res.get('split_file', '?')}` ({seed_text}){run_text}. "
-                   f"Features: CDMPP `{(res.get('cdmpp') or {}).get('features', 'ansor')}`, the "
-                   f"baselines Ansor's 164 columns.")
+                   f"≤ {d.get('noise_max_cv')}); {split_text}{run_text}. Features: {features}.")
         spans = {k: v for k, v in (res.get("measured") or {}).items() if v}
         if spans:
             out.append("Measured (UTC; the host's speed drifts by tens of percent over hours, so "

@@ -1,14 +1,17 @@
 """One command per experiment: load records, split, train CDMPP and the baselines, evaluate,
 write the split, the report rows, scatter plots and (with --ship) the converted weights.
 
-    python3 -m training.run random|cross-model|cross-device|same-programs [--quick] [--data DIR] [--out DIR]
-        [--config FILE] [--seed N] [--model compact|paper] [--tempo PATH] [--threads N]
+    python3 -m training.run random|cross-model|cross-device|same-programs|evaluate [--quick]
+        [--data DIR] [--out DIR] [--config FILE] [--seed N] [--model compact|paper]
+        [--targets T ...] [--models FILE|DIR ...] [--tempo PATH] [--threads N]
         [--noise-max-cv X] [--noise-stat std|mad] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
         [--splits-dir DIR] [--skip-baselines] [--splits-only] [--resume] [--no-progress]
         [--blas openblas|system]
 
 --quick: a smoke run (a few steps of a small model, few boosting rounds); its splits and
 report go under --out, never into training/splits or bench/results.
+evaluate trains nothing: it runs the shipped models (weights/) through `tempo predict` on the
+records of other targets.
 See training/README.md for the splits, hyperparameters and outputs.
 """
 from __future__ import annotations
@@ -41,7 +44,7 @@ from training.data import (FEATURE_SETS, DataError, Dataset, find_tempo_binary, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_CONFIG = os.path.join(HERE, "config.json")
-EXPERIMENTS = ("random", "cross-model", "cross-device", "same-programs")
+EXPERIMENTS = ("random", "cross-model", "cross-device", "same-programs", "evaluate")
 
 QUICK = {
     "cdmpp": {"model_overrides": {"d_model": 32, "ffn_dim": 32, "layers": 1, "embed_dims": [32, 16],
@@ -338,6 +341,17 @@ def measured_span(ds: Dataset, idx) -> Optional[List[str]]:
     return [when[0], when[-1]] if when else None
 
 
+def write_asts(path: str, ds: Dataset, idx, with_device: bool) -> None:
+    """Programs idx as `tempo predict` input: one compact AST per line."""
+    with open(path, "w") as f:
+        for i in idx:
+            f.write(json.dumps(ds.ast(int(i), with_device=with_device)) + "\n")
+
+
+def predict_lines(stdout: str) -> List[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
 def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds: Dataset, idx,
                  n: Optional[int] = None) -> Optional[dict]:
     """µs per program of `tempo predict --batch 1`: in the model alone (its --timing report,
@@ -351,11 +365,8 @@ def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         many, one = os.path.join(tmp, "many.jsonl"), os.path.join(tmp, "one.jsonl")
-        with open(many, "w") as f:
-            for i in idx:
-                f.write(json.dumps(ds.ast(int(i), with_device=res.model.config.device)) + "\n")
-        with open(many) as f, open(one, "w") as g:
-            g.write(f.readline())
+        write_asts(many, ds, idx, with_device=res.model.config.device)
+        write_asts(one, ds, idx[:1], with_device=res.model.config.device)
 
         def run(path):
             t0 = time.perf_counter()
@@ -373,7 +384,7 @@ def tempo_timing(binary: Optional[str], model_path: str, res: C.TrainResult, ds:
         if p.returncode != 0:
             log(f"tempo predict failed ({p.returncode}): {p.stderr.strip()[:300]}")
             return None
-        got = np.array([json.loads(l)["seconds"] for l in p.stdout.splitlines() if l.strip()])
+        got = np.array([o["seconds"] for o in predict_lines(p.stdout)])
         want = C.predict_seconds(res.model, ds, idx, res.norm)
         max_rel = float(np.max(np.abs(got - want) / np.abs(want))) if len(got) == len(want) else None
         timing = re.search(r"timing: ([0-9.eE+-]+) us per program", p.stderr)
@@ -583,6 +594,135 @@ def exp_same_programs(cfg: dict, args) -> dict:
                      seeds=seeds)
 
 
+def program_of(key: str) -> str:
+    """"task#sid" of a record key "task#sid@target": the program, whichever target timed it."""
+    return key.rsplit("@", 1)[0]
+
+
+def shipped_models(paths: List[str]) -> List[dict]:
+    """name, path, config and card of each converted model: the files named, and the
+    *.safetensors files of the directories named."""
+    from converters import safetensors_io
+    files = []
+    for p in paths:
+        p = p if os.path.isabs(p) or os.path.exists(p) else os.path.join(ROOT, p)
+        if os.path.isdir(p):
+            files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".safetensors"))
+        elif os.path.isfile(p):
+            files.append(p)
+        else:
+            raise SystemExit(f"evaluate: no model file or directory {p}")
+    if not files:
+        raise SystemExit(f"evaluate: no .safetensors file in {', '.join(paths)}")
+    models = []
+    for path in files:
+        try:
+            _, meta = safetensors_io.load_file(path)
+            models.append({"name": os.path.basename(path)[:-len(".safetensors")], "path": path,
+                           "config": json.loads(meta["tempo.config"]),
+                           "card": json.loads(meta.get("tempo.card") or "{}")})
+        except (OSError, ValueError, KeyError) as e:
+            raise SystemExit(f"evaluate: {path}: not a converted tempo model ({e})")
+    return models
+
+
+def trained_programs(model: dict) -> Optional[set]:
+    """The programs ("task#sid") in the training and validation parts of a model's split file,
+    on whichever target; None when its card names no split file or the file is missing. The
+    card names the file relative to the repository, or by its name alone for a run outside
+    it (--out DIR: DIR/splits beside DIR/models)."""
+    name = (model["card"].get("split") or {}).get("file")
+    if not name:
+        return None
+    beside = os.path.join(os.path.dirname(os.path.dirname(model["path"])), "splits",
+                          os.path.basename(name))
+    path = next((p for p in (os.path.join(ROOT, name), beside) if os.path.isfile(p)), None)
+    if not path:
+        return None
+    parts = S.read_members(path)
+    return {program_of(k) for part in ("train", "val") for k in parts.get(part, ())}
+
+
+def engine_predict(binary: str, model: dict, ds: Dataset, idx) -> np.ndarray:
+    """Seconds the engine predicts for programs idx with a converted model file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "programs.jsonl")
+        write_asts(path, ds, idx, with_device=bool(model["config"].get("device")))
+        p = subprocess.run([binary, "predict", model["path"], path, "--batch", "256"],
+                           capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"evaluate: tempo predict {model['name']} failed ({p.returncode}): "
+                         f"{p.stderr.strip()[:500]}")
+    out = predict_lines(p.stdout)
+    got = [o.get("id") for o in out]
+    want = [ds.keys[int(i)] for i in idx]
+    if got != want:
+        raise SystemExit(f"evaluate: tempo predict {model['name']} answered {len(got)} programs "
+                         f"for {len(want)}, or out of order")
+    return np.array([o["seconds"] for o in out], dtype=np.float64)
+
+
+def exp_evaluate(cfg: dict, args) -> dict:
+    """Shipped models, as converted files, on a target's records through the engine, with no
+    training: every program, and the programs outside the model's training split. Beside
+    them, the recall bound: a program's latency on another target, scaled by the median ratio
+    of the two targets' latencies over the programs both timed."""
+    rn = Runner(cfg, args, "evaluate")
+    ec = cfg["evaluate"]
+    targets = list(args.targets or ec["targets"])
+    recall = [t for t in (ec.get("recall_from") or []) if t not in targets]
+    models = shipped_models(list(args.models or ec["models"]))
+    if not rn.tempo:
+        raise SystemExit("evaluate: needs the tempo binary (build it, or pass --tempo PATH)")
+    datasets: Dict[tuple, Dataset] = {}
+
+    def dataset(features: str, config_name: str) -> Dataset:
+        key = (features, config_name)
+        if key not in datasets:
+            c = copy.deepcopy(cfg)
+            c["cdmpp"].update(features=features, model=config_name)
+            datasets[key] = load_dataset(c, targets + recall, rn.out)
+        return datasets[key]
+
+    ds, spans, records = None, {}, 0
+    for target in targets:
+        for m in models:
+            ds = dataset(m["config"].get("features", "ansor"), m["card"].get("config_name", "compact"))
+            idx = ds.indices_of_targets([target])
+            if not len(idx):
+                raise SystemExit(f"evaluate: no usable records of {target} after the filters")
+            pred = engine_predict(rn.tempo, m, ds, idx)
+            card = m["card"]
+            common = {"target": target, "model_file": repo_path(m["path"]),
+                      "trained_on": (card.get("data") or {}).get("targets"),
+                      "model_split": (card.get("split") or {}).get("name")}
+            rn.row(m["name"], f"{target}, every program", ds, idx, pred_s=pred, extra=common)
+            seen = trained_programs(m)
+            if seen is not None:
+                unseen = np.array([program_of(ds.keys[i]) not in seen for i in idx])
+                if unseen.any():
+                    rn.row(m["name"], f"{target}, programs outside its {common['model_split']} "
+                           f"split's training part", ds, idx[unseen], pred_s=pred[unseen],
+                           extra=common, plot=False)
+        records += len(idx)
+        spans[target] = measured_span(ds, idx)
+        by_program = {program_of(ds.keys[i]): int(i) for i in ds.indices_of_targets([target])}
+        for other in recall:
+            pairs = sorted((by_program[p], int(j)) for j in ds.indices_of_targets([other])
+                           if (p := program_of(ds.keys[j])) in by_program)
+            if len(pairs) < 2:
+                log(f"evaluate: {other} timed {len(pairs)} of {target}'s programs; no recall row")
+                continue
+            mine, theirs = (np.array(v, dtype=np.int64) for v in zip(*pairs))
+            ratio = float(np.exp(np.median(np.log(ds.latency[mine] / ds.latency[theirs]))))
+            rn.row(f"recall {other} × {ratio:.3f}", f"{target}, programs {other} timed too", ds,
+                   mine, pred_s=ds.latency[theirs] * ratio,
+                   extra={"target": target, "recall_from": other, "ratio": ratio}, plot=False)
+    split_files = sorted({m["card"]["split"]["file"] for m in models
+                          if (m["card"].get("split") or {}).get("file")})
+    return rn.finish(ds, targets, split_files, False, records=records, measured=spans)
+
+
 def finetune_set(train: np.ndarray, selected: np.ndarray, share: float) -> np.ndarray:
     """The fine-tuning records: the source training records plus the selected target
     records, repeated so that they make up about `share` of each epoch (0: once each). A few
@@ -637,7 +777,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int)
     ap.add_argument("--model", choices=["compact", "paper"])
     ap.add_argument("--targets", nargs="+",
-                    help="random: targets; cross-model: the target; same-programs: the two targets")
+                    help="random: targets; cross-model: the target; same-programs: the two targets; "
+                         "evaluate: the targets whose records the models predict")
+    ap.add_argument("--models", nargs="+",
+                    help="evaluate: converted model files or directories of them (default weights)")
     ap.add_argument("--tempo", help="the tempo binary (featurize, timing)")
     ap.add_argument("--threads", type=int)
     ap.add_argument("--noise-max-cv", type=float, dest="noise_max_cv",
@@ -666,7 +809,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(max(1, int(cfg["threads"])))
     t0 = time.time()
     fn = {"random": exp_random, "cross-model": exp_cross_model, "cross-device": exp_cross_device,
-          "same-programs": exp_same_programs}
+          "same-programs": exp_same_programs, "evaluate": exp_evaluate}
     fn[args.experiment](cfg, args)
     log(f"{args.experiment}: done in {time.time() - t0:.0f} s")
     return 0

@@ -757,6 +757,60 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
                              "--targets", a])
 
 
+    def test_evaluate_runs_converted_models_through_the_engine(self):
+        binary = D.find_tempo_binary()
+        if not binary:
+            self.skipTest("needs a built tempo (TEMPO_BIN or build/tools/tempo)")
+        out = os.path.join(self.tmp.name, "out-evaluate")
+        a, b = SYNTHETIC_TARGETS[:2]
+        args = ["--quick", "--no-progress", "--data", self.data, "--out", out, "--tempo", binary,
+                "--set", 'cdmpp.features="ansor"', "--noise-stat", "std", "--noise-max-cv", "0.01"]
+        quiet(run.main, ["random", "--targets", a, "--skip-baselines"] + args)
+        model = os.path.join(out, "models", f"cdmpp-compact-{a}.safetensors")
+        quiet(run.main, ["evaluate", "--targets", b, "--models", model,
+                         "--set", f'evaluate.recall_from=["{a}"]'] + args)
+        with open(os.path.join(out, "result.json")) as f:
+            rows = {r["test_set"]: r for r in json.load(f)["rows"]}
+        ds = self.load([a, b], min_records_per_task=2)
+        mine = ds.indices_of_targets([b])
+        # every program of b, predicted by the engine: the numpy reference engine agrees
+        every = rows[f"{b}, every program"]
+        self.assertEqual(every["model"], f"cdmpp-compact-{a}")
+        self.assertEqual(every["metrics"]["records"], len(mine))
+        eng = ReferenceEngine(model)
+        want = M.evaluate(ds.latency[mine], ds.task[mine],
+                          pred_s=np.array([eng.predict(ds.ast(int(i)))[1] for i in mine]))
+        self.assertAlmostEqual(every["metrics"]["mape"], want["mape"], delta=1e-4 * want["mape"])
+        # the programs outside the training and validation parts of a's split
+        parts = S.read_members(os.path.join(out, "splits", f"random.{a}.json"))
+        seen = {k.rsplit("@", 1)[0] for k in parts["train"] | parts["val"]}
+        outside = [i for i in mine if ds.keys[i].rsplit("@", 1)[0] not in seen]
+        self.assertTrue(0 < len(outside) < len(mine))
+        self.assertEqual(rows[f"{b}, programs outside its random split's training part"]
+                         ["metrics"]["records"], len(outside))
+        # recall: b's latency from a's, scaled by the median ratio over the programs both hold
+        at_a = {ds.keys[i].rsplit("@", 1)[0]: ds.latency[i] for i in ds.indices_of_targets([a])}
+        pairs = [(ds.latency[i], at_a[k]) for i in mine
+                 for k in [ds.keys[i].rsplit("@", 1)[0]] if k in at_a]
+        ratio = float(np.exp(np.median([math.log(x / y) for x, y in pairs])))
+        recall = rows[f"{b}, programs {a} timed too"]
+        self.assertEqual(recall["metrics"]["records"], len(pairs))
+        self.assertAlmostEqual(recall["ratio"], ratio, places=12)
+        self.assertEqual(recall["model"], f"recall {a} × {ratio:.3f}")
+        with open(os.path.join(out, "report", "accuracy.md")) as f:
+            md = f.read()
+        self.assertIn(f"the models' split files `random.{a}.json`", md)
+        # hostile model arguments: named, nothing runs
+        with self.assertRaisesRegex(SystemExit, "evaluate: no model file or directory .*no-such"):
+            quiet(run.main, ["evaluate", "--targets", b, "--models", "no-such.safetensors"] + args)
+        card = os.path.join(out, "models", f"cdmpp-compact-{a}.card.json")
+        fake = os.path.join(self.tmp.name, "card.safetensors")
+        with open(card, "rb") as f, open(fake, "wb") as g:
+            g.write(f.read())
+        with self.assertRaisesRegex(SystemExit, "card.safetensors: not a converted tempo model"):
+            quiet(run.main, ["evaluate", "--targets", b, "--models", fake] + args)
+
+
 class SplitSettings(unittest.TestCase):
     def test_a_split_section_overrides_the_shared_cdmpp_settings(self):
         cfg = {"cdmpp": {"weight_decay": 1e-3, "lr": None, "model_overrides": {"d_model": 32}},
