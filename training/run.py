@@ -675,6 +675,7 @@ def exp_evaluate(cfg: dict, args) -> dict:
     if not rn.tempo:
         raise SystemExit("evaluate: needs the tempo binary (build it, or pass --tempo PATH)")
     datasets: Dict[tuple, Dataset] = {}
+    seen = {m["path"]: trained_programs(m) for m in models}  # read each split file once
 
     def dataset(features: str, config_name: str) -> Dataset:
         key = (features, config_name)
@@ -697,9 +698,8 @@ def exp_evaluate(cfg: dict, args) -> dict:
                       "trained_on": (card.get("data") or {}).get("targets"),
                       "model_split": (card.get("split") or {}).get("name")}
             rn.row(m["name"], f"{target}, every program", ds, idx, pred_s=pred, extra=common)
-            seen = trained_programs(m)
-            if seen is not None:
-                unseen = np.array([program_of(ds.keys[i]) not in seen for i in idx])
+            if seen[m["path"]] is not None:
+                unseen = np.array([program_of(ds.keys[i]) not in seen[m["path"]] for i in idx])
                 if unseen.any():
                     rn.row(m["name"], f"{target}, programs outside its {common['model_split']} "
                            f"split's training part", ds, idx[unseen], pred_s=pred[unseen],
