@@ -1102,10 +1102,13 @@ inline int lab_remeasure(const DataOptions& o, std::ostream& out) {
                                         "taskset -c 0-" + std::to_string(cpus - 1) + " ");
         std::vector<std::size_t> idx;
         for (std::size_t i = 0; i < b.programs.size(); ++i) {
-            if (b.so_of[i].empty())
-                ++failed;
-            else
+            if (!b.so_of[i].empty()) {
                 idx.push_back(i);
+                continue;
+            }
+            ++failed;
+            std::cerr << "remeasure: " << key << " " << b.programs[i].drawn.sid
+                      << ": build failed: " << b.build_error[i] << "\n";
         }
         if (!idx.empty()) {
             RunnerSpec spec;
