@@ -704,6 +704,9 @@ def exp_evaluate(cfg: dict, args) -> dict:
                     rn.row(m["name"], f"{target}, programs outside its {common['model_split']} "
                            f"split's training part", ds, idx[unseen], pred_s=pred[unseen],
                            extra=common, plot=False)
+                else:
+                    log(f"evaluate: {m['name']} holds all {len(idx)} programs of {target} in its "
+                        f"training split; no row for unseen programs")
         records += len(idx)
         spans[target] = measured_span(ds, idx)
         by_program = {program_of(ds.keys[i]): int(i) for i in ds.indices_of_targets([target])}
