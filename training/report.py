@@ -29,7 +29,12 @@ SPLIT_TEXT = {
                     "at random, or as records at random. The lab times the "
                     "same programs on every target (`--programs-from`), so most test programs "
                     "were also timed on a training target: a model without device input that "
-                    "recalls a program's latency there does well when the targets differ little.",
+                    "recalls a program's latency there does well when the targets differ little. "
+                    "Recall rows use no model: a test program's latency on a training target "
+                    "of the test target's CPU, times the median ratio of the two targets over "
+                    "the selected records both timed (targets tried in the order of their "
+                    "MAPE over those records), on the test programs such a target timed: "
+                    "what the selected records add to the lab's existing measurements.",
     "same-programs": "Two targets that timed the same programs (here two compile modes): per "
                      "seed, one split of the programs both hold, used for both targets; each "
                      "model is trained on each target's latencies, so the two rows of a seed "
@@ -138,11 +143,15 @@ def selection_table(result: dict) -> List[str]:
         return []
     zero = {(r["target"], r["fraction"], r["selection_seed"]): r["metrics"]["mape"]
             for r in result["rows"] if "selection_seed" in r and not r.get("selection")}
+    recall = {(r["target"], r["fraction"], r["recall_selection"], r["recall_seed"]): r["metrics"]["mape"]
+              for r in result["rows"] if "recall_seed" in r}
     groups = {}
     for r in tuned:
         groups.setdefault((r["target"], r["fraction"], r["selection"]), []).append(r)
     head = ["target", "fraction", "selection", "seeds", "records (tasks) chosen",
             "MAPE (mean ± sd)", "MAPE per seed", "Kendall τ", "zero-shot MAPE, same records"]
+    if recall:
+        head.append("recall MAPE")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (target, frac, method), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         rs = sorted(rs, key=lambda r: r["selection_seed"])
@@ -153,10 +162,14 @@ def selection_table(result: dict) -> List[str]:
             ", ".join(_f(r["metrics"]["mape"], pct=True) for r in rs),
             _mean_sd([r["metrics"]["kendall_tau"] for r in rs]),
             _mean_sd([zero.get((target, frac, r["selection_seed"])) for r in rs], pct=True),
-        ]) + " |")
+        ] + ([_mean_sd([recall.get((target, frac, method, r["selection_seed"])) for r in rs], pct=True)]
+             if recall else [])) + " |")
     return ["Fine-tuning selections compared (CDMPP, fine-tuned): each selection seed draws "
             "every method anew, and its methods are judged on the same records, the test "
-            "target's records none of them chose; mean ± sample sd over the seeds.", ""] + lines + [""]
+            "target's records none of them chose; mean ± sample sd over the seeds." +
+            (" Recall MAPE: the recall rows' predictor with the ratios from that method's "
+             "selection, on those records' programs that a training target of the test "
+             "target's CPU timed." if recall else ""), ""] + lines + [""]
 
 
 def pair_table(result: dict) -> List[str]:

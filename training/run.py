@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -501,6 +501,9 @@ def exp_cross_device(cfg: dict, args) -> dict:
     ft_cfg = train_config(cfg, cmd_weight=dc.get("cmd_weight", 0.0),
                           max_epochs=int(dc.get("finetune_epochs", 5)), patience=10 ** 6)
     seeds = split.params["selection_seeds"]
+    # the training targets on each test target's CPU, for the few-shot recall rows
+    device = {t: load_target_info(cfg["data"], t).get("device") or t.split(".")[0] for t in targets}
+    sources = {t: [s for s in train_t if device[s] == device[t]] for t in test_t}
     zero_shot_done = set()
     for key, v in split.variants.items():
         # the first selection seed's rows make the table (with plots and baselines); every
@@ -529,6 +532,15 @@ def exp_cross_device(cfg: dict, args) -> dict:
         if first and dc.get("baselines_per_variant", True):
             rn.baselines(ds, finetune_set(split.train, v["finetune"], 0.0), split.val,
                          {label: v["test"]}, tag="+target")
+        idx, pred, fitted = few_shot_recall(ds, v["finetune"], v["test"], sources[v["target"]])
+        if len(idx):
+            # no selection fields: the selection table reads these rows as their own column
+            rn.row("recall " + ", ".join(f"{s} × {r:.3f}" for s, r in fitted),
+                   f"{label}, programs a training target of its CPU timed", ds, idx, pred_s=pred,
+                   extra={"target": v["target"], "fraction": v["fraction"], "in_table": first,
+                          "recall_selection": v["method"], "recall_seed": v["selection_seed"],
+                          "recall_from": [s for s, _ in fitted],
+                          "ratios": [r for _, r in fitted]}, plot=False)
     return rn.finish(ds, targets, [sf], synthetic,
                      measured={"training": measured_span(ds, np.concatenate([split.train, split.val])),
                                "test": measured_span(ds, split.test)})
@@ -597,6 +609,44 @@ def exp_same_programs(cfg: dict, args) -> dict:
 def program_of(key: str) -> str:
     """"task#sid" of a record key "task#sid@target": the program, whichever target timed it."""
     return key.rsplit("@", 1)[0]
+
+
+def paired_records(ds: Dataset, idx, other: str) -> Tuple[np.ndarray, np.ndarray]:
+    """(mine, theirs): the records of idx whose program target `other` timed too, and
+    `other`'s records of those programs, position by position (in the order of idx)."""
+    theirs_of = {program_of(ds.keys[j]): int(j) for j in ds.indices_of_targets([other])}
+    pairs = [(int(i), theirs_of[p]) for i in idx if (p := program_of(ds.keys[int(i)])) in theirs_of]
+    if not pairs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    mine, theirs = (np.array(v, dtype=np.int64) for v in zip(*pairs))
+    return mine, theirs
+
+
+def median_ratio(ds: Dataset, mine, theirs) -> float:
+    """The scale between two targets' latencies of the same programs: exp(median ln ratio)."""
+    return float(np.exp(np.median(np.log(ds.latency[mine] / ds.latency[theirs]))))
+
+
+def few_shot_recall(ds: Dataset, selected, test, sources: List[str]):
+    """Predicts test records from measurements alone: a record's latency on a source target
+    that timed its program, times the median ratio of the two targets over the selected
+    (labelled) records both timed. Sources are tried in the order of their MAPE over those
+    selected records, best first; one that timed fewer than two of them is not used.
+    Returns (records predicted, predicted seconds, [(source, ratio)] in the order tried)."""
+    fitted = []
+    for source in sources:
+        mine, theirs = paired_records(ds, selected, source)
+        if len(mine) < 2:
+            continue
+        ratio = median_ratio(ds, mine, theirs)
+        fitted.append((M.mape(ds.latency[mine], ds.latency[theirs] * ratio), source, ratio))
+    fitted.sort()
+    pred: Dict[int, float] = {}
+    for _, source, ratio in fitted:
+        for i, j in zip(*paired_records(ds, test, source)):
+            pred.setdefault(int(i), float(ds.latency[j] * ratio))
+    idx = np.array(sorted(pred), dtype=np.int64)
+    return idx, np.array([pred[i] for i in idx]), [(source, ratio) for _, source, ratio in fitted]
 
 
 def shipped_models(paths: List[str]) -> List[dict]:
@@ -709,15 +759,12 @@ def exp_evaluate(cfg: dict, args) -> dict:
                         f"training split; no row for unseen programs")
         records += len(idx)
         spans[target] = measured_span(ds, idx)
-        by_program = {program_of(ds.keys[i]): int(i) for i in ds.indices_of_targets([target])}
         for other in recall:
-            pairs = sorted((by_program[p], int(j)) for j in ds.indices_of_targets([other])
-                           if (p := program_of(ds.keys[j])) in by_program)
-            if len(pairs) < 2:
-                log(f"evaluate: {other} timed {len(pairs)} of {target}'s programs; no recall row")
+            mine, theirs = paired_records(ds, ds.indices_of_targets([target]), other)
+            if len(mine) < 2:
+                log(f"evaluate: {other} timed {len(mine)} of {target}'s programs; no recall row")
                 continue
-            mine, theirs = (np.array(v, dtype=np.int64) for v in zip(*pairs))
-            ratio = float(np.exp(np.median(np.log(ds.latency[mine] / ds.latency[theirs]))))
+            ratio = median_ratio(ds, mine, theirs)
             rn.row(f"recall {other} × {ratio:.3f}", f"{target}, programs {other} timed too", ds,
                    mine, pred_s=ds.latency[theirs] * ratio,
                    extra={"target": target, "recall_from": other, "ratio": ratio}, plot=False)

@@ -679,7 +679,16 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         self.assertIn("(kmeans 5%, seed 0)", md2)
         self.assertNotIn("(kmeans 5%, seed 1)", md2)
         self.assertIn("Fine-tuning selections compared", md2)
-        self.assertRegex(md2, r"\| 5% \| kmeans \| 2 \| \d+ \(\d+\), \d+ \(\d+\) \| [\d.]+% ± [\d.]+ \|")
+        self.assertRegex(md2, r"(?m)\| 5% \| kmeans \| 2 \| \d+ \(\d+\), \d+ \(\d+\) \| [\d.]+% ± [\d.]+ \|.* \| [\d.]+% ± [\d.]+ \|$")
+        # few-shot recall from the two training targets (the synthetic targets share one CPU),
+        # one row per variant, on the programs they timed: here every test program
+        recall = {(r["recall_selection"], r["recall_seed"]): r for r in res2["rows"] if "recall_seed" in r}
+        self.assertEqual(sorted(recall), sorted((r["selection"], r["selection_seed"]) for r in tuned))
+        for (method, seed), r in recall.items():
+            self.assertEqual(sorted(r["recall_from"]), sorted(SYNTHETIC_TARGETS[:2]))
+            self.assertEqual(r["in_table"], seed == 0)
+            twin = next(t for t in tuned if (t["selection"], t["selection_seed"]) == (method, seed))
+            self.assertEqual(r["metrics"]["records"], twin["metrics"]["records"])
 
     def test_cross_model_trains_one_model_per_target_and_keeps_the_others_rows(self):
         out = os.path.join(self.tmp.name, "out-cross-model")
@@ -809,6 +818,44 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
             g.write(f.read())
         with self.assertRaisesRegex(SystemExit, "card.safetensors: not a converted tempo model"):
             quiet(run.main, ["evaluate", "--targets", b, "--models", fake] + args)
+
+
+class FewShotRecall(_SyntheticData, unittest.TestCase):
+    def test_each_program_from_the_best_fitting_source_that_timed_it(self):
+        a, b, c = SYNTHETIC_TARGETS[:3]
+        full = self.load([a, b, c], noise_max_cv=None)
+        prog = [run.program_of(k) for k in full.keys]
+        at = {(prog[i], full.target_names[full.target[i]]): float(full.latency[i]) for i in range(len(full))}
+        on_c = full.indices_of_targets([c])
+        # a loses every third of c's programs, so those can only come from b
+        dropped = {prog[i] for i in on_c[::3]}
+        keep = [i for i in range(len(full)) if not (full.target_names[full.target[i]] == a and prog[i] in dropped)]
+        ds = full.subset(keep)
+        prog = [run.program_of(k) for k in ds.keys]
+        on_c = ds.indices_of_targets([c])
+        selected, test = on_c[:40], on_c[40:]
+
+        def fit(source):
+            pairs = [(at[(prog[i], c)], at[(prog[i], source)]) for i in selected if (prog[i], source) in at
+                     and not (source == a and prog[i] in dropped)]
+            ratio = math.exp(float(np.median([math.log(x / y) for x, y in pairs])))
+            return float(np.mean([abs(y * ratio - x) / x for x, y in pairs])), ratio
+
+        (err_a, ratio_a), (err_b, ratio_b) = fit(a), fit(b)
+        idx, pred, fitted = run.few_shot_recall(ds, selected, test, [a, b])
+        order = [a, b] if err_a <= err_b else [b, a]
+        self.assertEqual([s for s, _ in fitted], order)
+        ratios = dict(fitted)
+        self.assertAlmostEqual(ratios[a], ratio_a, places=12)
+        self.assertAlmostEqual(ratios[b], ratio_b, places=12)
+        np.testing.assert_array_equal(idx, test)   # b timed every program
+        for i, p in zip(idx, pred):
+            source = order[0] if order[0] == b or prog[i] not in dropped else b
+            self.assertAlmostEqual(p, at[(prog[i], source)] * ratios[source], places=15)
+        self.assertTrue(any(prog[i] in dropped for i in test))
+        # a source that timed fewer than two selected programs is not used; none left: nothing
+        idx, pred, fitted = run.few_shot_recall(ds, selected[:1], test, [a, b])
+        self.assertEqual((len(idx), len(pred), fitted), (0, 0, []))
 
 
 class SplitSettings(unittest.TestCase):
