@@ -97,3 +97,23 @@ def evaluate(true_s, task_ids, pred_s=None, rank_key=None) -> Dict[str, Optional
         out[f"top{k}"] = float(np.mean(list(s.values()))) if s else None
         out[f"top{k}_tasks"] = len(s)
     return out
+
+
+def power_law_fit(records: Sequence[float], error: Sequence[float]) -> Dict[str, float]:
+    """Least squares of ln(error) on ln(records): error ≈ scale · records^(−exponent).
+    A learning curve's fit; without a floor it is the optimistic extrapolation (any noise
+    floor flattens the real curve), so the records it asks for a goal are a lower bound."""
+    n = np.asarray(records, dtype=np.float64)
+    e = np.asarray(error, dtype=np.float64)
+    if len(n) < 2 or len(np.unique(n)) < 2 or np.any(n <= 0) or np.any(e <= 0):
+        raise ValueError("power_law_fit needs >= 2 distinct positive record counts and "
+                         f"positive errors, got records {n.tolist()} and errors {e.tolist()}")
+    slope, intercept = np.polyfit(np.log(n), np.log(e), 1)
+    return {"scale": float(np.exp(intercept)), "exponent": float(-slope)}
+
+
+def records_to_reach(fit: Dict[str, float], goal: float) -> Optional[float]:
+    """Records at which the fitted power law reaches `goal` (None if it never falls)."""
+    if fit["exponent"] <= 0:
+        return None
+    return float((fit["scale"] / goal) ** (1.0 / fit["exponent"]))

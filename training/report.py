@@ -3,6 +3,7 @@
     results dir (default bench/results):
       accuracy.<split>.json          rows of one experiment run (written by training.run)
       accuracy/<split>-<model>.png   predicted vs measured latency, log-log
+      accuracy/learning-curve-<target>.png   test MAPE against training records
       accuracy.md                    regenerated from every accuracy.*.json present
 
 `python3 -m training.report [DIR]` regenerates accuracy.md from the JSON files.
@@ -15,11 +16,13 @@ import json
 import os
 import re
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
-SPLIT_ORDER = ["random", "cross-model", "cross-device", "same-programs", "evaluate"]
+from training import metrics as M
+
+SPLIT_ORDER = ["random", "cross-model", "cross-device", "same-programs", "learning-curve", "evaluate"]
 SPLIT_TEXT = {
     "random": "Per (task, target) 80/20 record split; each target's model is trained on its own records.",
     "cross-model": "Every task that occurs in a hold-out network is the test set; all other tasks train.",
@@ -39,6 +42,12 @@ SPLIT_TEXT = {
                      "seed, one split of the programs both hold, used for both targets; each "
                      "model is trained on each target's latencies, so the two rows of a seed "
                      "differ only in what the targets measured.",
+    "learning-curve": "One target's split with the same validation and test records, trained "
+                      "on a fraction of each training task's records (at least one; the subsets "
+                      "of a seed are nested): how the test error falls as tasks fill. The power "
+                      "law is fitted to the mean MAPE over seeds at each fraction; it has no "
+                      "floor, so the training records it asks for the goal are a lower bound "
+                      "(label noise and the features' blind spots flatten the real curve).",
     "evaluate": "No training: the shipped models (weights/, as converted files) predict a "
                 "target's records through the engine (`tempo predict`), on every program and "
                 "on the programs outside the model's training split (the train and validation "
@@ -197,6 +206,100 @@ def pair_table(result: dict) -> List[str]:
     return ["The same test programs, the two targets side by side:", ""] + lines + [""]
 
 
+def curve_points(rows: List[dict]) -> Dict[str, List[dict]]:
+    """learning-curve: per model, one point per training fraction, over its seeds."""
+    groups: Dict[str, Dict[float, List[dict]]] = {}
+    for r in rows:
+        if "curve_fraction" in r:
+            groups.setdefault(r["model"], {}).setdefault(r["curve_fraction"], []).append(r)
+    out = {}
+    for model, by_fraction in groups.items():
+        out[model] = [{"fraction": f, "seeds": len(rs),
+                       "train_records": float(np.mean([r["train_records"] for r in rs])),
+                       "train_tasks": rs[0]["train_tasks"],
+                       "mape": [r["metrics"]["mape"] for r in rs],
+                       "rmse_log": [r["metrics"]["rmse_log"] for r in rs],
+                       "kendall_tau": [r["metrics"]["kendall_tau"] for r in rs]}
+                      for f, rs in sorted(by_fraction.items())]
+    return out
+
+
+def curve_fit(points: List[dict], goal: float) -> Optional[dict]:
+    """The power law through a model's points and the training records it asks for `goal`."""
+    ok = [p for p in points if p["mape"] and all(m is not None for m in p["mape"])]
+    if len(ok) < 2:
+        return None
+    fit = M.power_law_fit([p["train_records"] for p in ok], [np.mean(p["mape"]) for p in ok])
+    fit["records_for_goal"] = M.records_to_reach(fit, goal)
+    return fit
+
+
+def curve_table(result: dict) -> List[str]:
+    curve = result.get("learning_curve")
+    points = curve_points(result["rows"])
+    if not curve or not points:
+        return []
+    goal, full = curve["goal_mape"], curve["full_train_records"]
+    head = ["model", "fraction of each task's training records", "training records (tasks)",
+            "seeds", "MAPE (mean ± sd)", "RMSE ln", "Kendall τ"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    fits = []
+    for model, pts in points.items():
+        for p in pts:
+            lines.append("| " + " | ".join([
+                model, f"{p['fraction']:g}", f"{p['train_records']:,.0f} ({p['train_tasks']})",
+                str(p["seeds"]), _mean_sd(p["mape"], pct=True), _mean_sd(p["rmse_log"]),
+                _mean_sd(p["kendall_tau"])]) + " |")
+        fit = curve_fit(pts, goal)
+        if fit:
+            need = fit["records_for_goal"]
+            fits.append(f"{model}: MAPE ≈ {fit['scale']:.3g} · N^−{fit['exponent']:.3f}, " +
+                        (f"{100 * goal:g}% at N ≈ {need:,.3g} training records "
+                         f"({need / full:,.3g}× the full split's {full:,})" if need else
+                         f"does not fall with N: {100 * goal:g}% is not reached"))
+    out = ["Learning curve (" + curve["split"] + " split of " + curve["target"] + "; power law "
+           "over the fractions' mean MAPE, N = training records):", ""] + lines + [""]
+    out += ["Fits: " + "; ".join(fits) + "." if fits else "", ""]
+    if curve.get("plot"):
+        out += [f"![learning curve]({curve['plot']})", ""]
+    return out
+
+
+def curve_png(path: str, rows: List[dict], curve: dict) -> str:
+    """MAPE against training records (log-log): each run, the seed means, each model's
+    power law drawn out to the goal, and the goal."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    goal = curve["goal_mape"]
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fig, ax = plt.subplots(figsize=(5.6, 4.0), dpi=110)
+    for (model, pts), color in zip(curve_points(rows).items(), ("C0", "C1", "C2", "C3")):
+        n = np.array([p["train_records"] for p in pts])
+        mean = np.array([np.mean(p["mape"]) for p in pts])
+        for r in rows:
+            if r.get("model") == model and "curve_fraction" in r:
+                ax.scatter(r["train_records"], 100 * r["metrics"]["mape"], s=9, color=color, alpha=0.4)
+        ax.plot(n, 100 * mean, "o-", color=color, label=model)
+        fit = curve_fit(pts, goal)
+        if fit:
+            far = min(fit["records_for_goal"] or n.max() * 100, n.max() * 1e4)
+            x = np.geomspace(n.min(), max(far, n.max()), 100)
+            ax.plot(x, 100 * fit["scale"] * x ** -fit["exponent"], "--", color=color, lw=0.9,
+                    label=f"{model} fit: N^−{fit['exponent']:.2f}")
+    ax.axhline(100 * goal, color="k", lw=0.8, ls=":", label=f"goal {100 * goal:g}%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training records")
+    ax.set_ylabel("test MAPE (%)")
+    ax.set_title(f"learning curve: {curve['split']} split of {curve['target']}", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def render(results: List[dict]) -> str:
     out = ["# Accuracy of tempo's cost models", "",
            "Generated by `python3 -m training.run <split>` (training/README.md); do not edit by hand.",
@@ -243,6 +346,7 @@ def render(results: List[dict]) -> str:
         out.append("")
         out += selection_table(res)
         out += pair_table(res)
+        out += curve_table(res)
         pngs = [r for r in res["rows"] if r.get("scatter")]
         if pngs:
             out.append("Predicted vs measured: " + ", ".join(
@@ -294,6 +398,8 @@ def write_result(result: dict, results_dir: str) -> str:
         json.dump(result, f, indent=1, sort_keys=True)
         f.write("\n")
     named = {os.path.basename(r["scatter"]) for r in result["rows"] if r.get("scatter")}
+    if (result.get("learning_curve") or {}).get("plot"):
+        named.add(os.path.basename(result["learning_curve"]["plot"]))
     for png in glob.glob(os.path.join(results_dir, "accuracy", f"{result['split']}-*.png")):
         if os.path.basename(png) not in named:
             os.remove(png)

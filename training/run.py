@@ -1,8 +1,8 @@
 """One command per experiment: load records, split, train CDMPP and the baselines, evaluate,
 write the split, the report rows, scatter plots and (with --ship) the converted weights.
 
-    python3 -m training.run random|cross-model|cross-device|same-programs|evaluate [--quick]
-        [--data DIR] [--out DIR] [--config FILE] [--seed N] [--model compact|paper]
+    python3 -m training.run random|cross-model|cross-device|same-programs|learning-curve|evaluate
+        [--quick] [--data DIR] [--out DIR] [--config FILE] [--seed N] [--model compact|paper]
         [--targets T ...] [--models FILE|DIR ...] [--tempo PATH] [--threads N]
         [--noise-max-cv X] [--noise-stat std|mad] [--set KEY=JSON ...] [--report DIR | --no-report] [--ship DIR]
         [--splits-dir DIR] [--skip-baselines] [--splits-only] [--resume] [--no-progress]
@@ -44,7 +44,8 @@ from training.data import (FEATURE_SETS, DataError, Dataset, find_tempo_binary, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DEFAULT_CONFIG = os.path.join(HERE, "config.json")
-EXPERIMENTS = ("random", "cross-model", "cross-device", "same-programs", "evaluate")
+EXPERIMENTS = ("random", "cross-model", "cross-device", "same-programs", "learning-curve",
+               "evaluate")
 
 QUICK = {
     "cdmpp": {"model_overrides": {"d_model": 32, "ffn_dim": 32, "layers": 1, "embed_dims": [32, 16],
@@ -300,7 +301,7 @@ class Runner:
     def finish(self, ds: Dataset, targets: List[str], split_files: List[str], synthetic: bool,
                records: Optional[int] = None, measured: Optional[Dict[str, Optional[List[str]]]] = None,
                per_target: Optional[Dict[str, dict]] = None,
-               seeds: Optional[List[int]] = None) -> dict:
+               seeds: Optional[List[int]] = None, extra: Optional[dict] = None) -> dict:
         """measured: the measurement span (`measured_span`) of named parts (training, test),
         which the report shows: records of one part timed in another host state than the
         other's bias the result.
@@ -308,7 +309,8 @@ class Runner:
         records and split file, so that a run on some targets keeps the others' rows in the
         report.
         seeds: the split seeds of an experiment that draws one split per seed (else the
-        config's seed)."""
+        config's seed).
+        extra: an experiment's own top-level fields (learning-curve: `learning_curve`)."""
         date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         result = {"split": self.experiment, "seed": self.cfg["seed"],
                   "date": date,
@@ -323,6 +325,7 @@ class Runner:
                   "measured": dict(measured or {})}
         if seeds:
             result["seeds"] = list(seeds)
+        result.update(extra or {})
         if per_target:
             result["per_target"] = {t: dict(v, date=date) for t, v in per_target.items()}
         with open(os.path.join(self.out, "result.json"), "w") as f:
@@ -606,6 +609,64 @@ def exp_same_programs(cfg: dict, args) -> dict:
                      seeds=seeds)
 
 
+def exp_learning_curve(cfg: dict, args) -> dict:
+    """One target's cross-model (or random) split, trained on per-task subsamples of its
+    training records (`learning_curve.fractions`, nested per seed; validation and test
+    unchanged): how the test error falls with data, and how many training records a power
+    law fitted to that fall asks for the goal (`learning_curve.goal_mape`)."""
+    rn = Runner(cfg, args, "learning-curve")
+    lc = cfg["learning_curve"]
+    targets = list(args.targets or [lc["target"]])
+    if len(targets) != 1:
+        raise SystemExit(f"learning-curve: takes one target, got {targets}")
+    target = targets[0]
+    fractions = sorted(set(float(f) for f in lc["fractions"]))
+    if not fractions or not all(0 < f <= 1 for f in fractions) or len(fractions) < 2:
+        raise SystemExit(f"learning-curve: fractions must be >= 2 values in (0, 1], got {lc['fractions']}")
+    ds = load_dataset(cfg, [target], rn.out)
+    if lc["split"] == "cross-model":
+        split = S.cross_model_split(ds, cfg["cross_model"]["holdout_networks"], cfg["seed"],
+                                    cfg["val_fraction"])
+        cmd_weight, test_set = cfg["cross_model"]["cmd_weight"], f"{target}, held-out tasks"
+    elif lc["split"] == "random":
+        split = S.random_split(ds, cfg["seed"], cfg["random"]["test_fraction"], cfg["val_fraction"])
+        cmd_weight, test_set = 0.0, target
+    else:
+        raise SystemExit(f"learning-curve: split must be cross-model or random, got {lc['split']!r}")
+    if not len(split.test) or not len(split.train):
+        raise SystemExit(f"learning-curve: {target}: empty train or test set ({split.counts()})")
+    sf = S.write_split(split, ds, rn.splits_dir, tag=target)  # the split's own file, unchanged
+    log(f"learning-curve {target}: {lc['split']} split {split.counts()}, fractions {fractions}")
+    if args.splits_only:
+        return {}
+    seeds = [args.seed] if args.seed is not None else list(lc["seeds"])
+    runs = [(f, seed) for f in fractions for seed in (seeds if f < 1 else [None])]
+    for fraction, seed in runs:
+        train = split.train if seed is None else S.subsample_groups(ds, split.train, fraction, seed)
+        part = f"f{fraction:g}" + ("" if seed is None else f"-seed{seed}")
+        extra = {"target": target, "curve_fraction": fraction, "curve_seed": seed,
+                 "train_records": int(len(train)),
+                 "train_tasks": int(len(np.unique(ds.task[train])))}
+        log(f"learning-curve {part}: {len(train)} training records of {extra['train_tasks']} tasks")
+        name = model_name(cfg, "learning-curve", target, part)
+        res = C.train(ds, train, split.val, train_config(cfg, cmd_weight=cmd_weight),
+                      out_dir=os.path.join(rn.out, "ckpt", name), target_idx=split.test,
+                      device=False, desc=name)
+        tests = {f"{test_set}, {len(train):,} training records": split.test}
+        rn.cdmpp_rows(res, model_name(cfg), ds, tests, extra=extra, plot=False)
+        rn.baselines(ds, train, split.val, tests, xgboost_targets=("log",), mlp=False,
+                     extra=extra, plot=False)
+    spans = {"training": measured_span(ds, np.concatenate([split.train, split.val])),
+             "test": measured_span(ds, split.test)}
+    curve = {"target": target, "split": lc["split"], "goal_mape": float(lc["goal_mape"]),
+             "full_train_records": int(len(split.train))}
+    if rn.plots:
+        path = os.path.join(rn.plots, R.slug(f"learning-curve-{target}") + ".png")
+        curve["plot"] = "accuracy/" + os.path.basename(R.curve_png(path, rn.rows, curve))
+    return rn.finish(ds, [target], [sf], is_synthetic(cfg, [target]), measured=spans,
+                     seeds=seeds, extra={"learning_curve": curve})
+
+
 def program_of(key: str) -> str:
     """"task#sid" of a record key "task#sid@target": the program, whichever target timed it."""
     return key.rsplit("@", 1)[0]
@@ -859,7 +920,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(max(1, int(cfg["threads"])))
     t0 = time.time()
     fn = {"random": exp_random, "cross-model": exp_cross_model, "cross-device": exp_cross_device,
-          "same-programs": exp_same_programs, "evaluate": exp_evaluate}
+          "same-programs": exp_same_programs, "learning-curve": exp_learning_curve,
+          "evaluate": exp_evaluate}
     fn[args.experiment](cfg, args)
     log(f"{args.experiment}: done in {time.time() - t0:.0f} s")
     return 0

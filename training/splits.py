@@ -88,6 +88,17 @@ def random_split(ds: Dataset, seed: int = 0, test_fraction: float = 0.2,
                  train, val, test)
 
 
+def subsample_groups(ds: Dataset, idx: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Per (task, target) group, the first round(fraction * n) records (at least one) of a
+    seeded permutation: a smaller training set with every task still in it. The permutation
+    does not depend on the fraction, so the subsets of one seed are nested."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"subsample fraction must be in (0, 1], got {fraction}")
+    keep = [_rng(seed, "subsample:" + g).permutation(members)[:max(1, int(round(fraction * len(members))))]
+            for g, members in _groups(ds, idx).items()]
+    return np.sort(np.concatenate(keep)) if keep else np.zeros(0, np.int64)
+
+
 def holdout_tasks(ds: Dataset, networks: Sequence[str]) -> List[str]:
     hold = set(networks)
     return sorted(t for t in ds.task_names if hold & set(ds.task_networks.get(t, [])))

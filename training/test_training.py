@@ -134,6 +134,20 @@ class Metrics(unittest.TestCase):
 
 
 # --------------------------------------------------------------------------------------
+class PowerLaw(unittest.TestCase):
+    def test_fit_recovers_the_law_and_the_records_for_a_goal(self):
+        n = np.array([1000.0, 2000.0, 4000.0, 8000.0])
+        fit = M.power_law_fit(n, 3.0 * n ** -0.25)
+        self.assertAlmostEqual(fit["scale"], 3.0, places=9)
+        self.assertAlmostEqual(fit["exponent"], 0.25, places=9)
+        self.assertAlmostEqual(M.records_to_reach(fit, 0.3), 10.0 ** 4, delta=1e-6)
+        self.assertIsNone(M.records_to_reach(M.power_law_fit(n, 0.1 * n ** 0.1), 0.05))
+        for records, error in (([1000.0], [0.5]), ([1000.0, 1000.0], [0.5, 0.4]),
+                               ([1000.0, 2000.0], [0.5, 0.0]), ([0.0, 2000.0], [0.5, 0.4])):
+            with self.assertRaisesRegex(ValueError, "power_law_fit needs"):
+                M.power_law_fit(records, error)
+
+
 class TrainingSchedule(unittest.TestCase):
     def test_small_data_scales_batch_cycle_and_patience(self):
         cfg = C.TrainConfig()                       # batch 600, half-cycle 2000, patience 10
@@ -509,6 +523,25 @@ class Splits(_SyntheticData, unittest.TestCase):
         self.assertEqual(len(sp.train) + len(sp.val) + len(sp.test), len(ds))
         np.testing.assert_array_equal(sp.val, S.cross_model_split(ds, hold, seed=0).val)
 
+    def test_subsample_keeps_every_group_and_nests(self):
+        ds = self.load()
+        train = S.random_split(ds, seed=0).train
+        groups = S._groups(ds, train)
+        larger = train
+        for fraction in (1.0, 0.5, 0.25, 0.01):
+            sub = S.subsample_groups(ds, train, fraction, seed=3)
+            self.assertTrue(set(sub) <= set(larger), fraction)  # nested
+            for g, members in groups.items():
+                kept = np.intersect1d(sub, members)
+                self.assertEqual(len(kept), max(1, int(round(fraction * len(members)))), g)
+            larger = sub
+        np.testing.assert_array_equal(S.subsample_groups(ds, train, 1.0, seed=9), train)
+        self.assertFalse(np.array_equal(S.subsample_groups(ds, train, 0.5, seed=3),
+                                        S.subsample_groups(ds, train, 0.5, seed=4)))
+        for bad in (0.0, 1.5, -0.1):
+            with self.assertRaisesRegex(ValueError, "subsample fraction must be in"):
+                S.subsample_groups(ds, train, bad, seed=0)
+
     def test_cross_device_split(self):
         tr, te = list(SYNTHETIC_TARGETS[:2]), list(SYNTHETIC_TARGETS[2:])
         ds = self.load(SYNTHETIC_TARGETS)
@@ -765,6 +798,39 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
             quiet(run.main, ["same-programs", "--quick", "--data", self.data, "--out", out,
                              "--targets", a])
 
+
+    def test_learning_curve_trains_each_fraction_on_the_same_test_set(self):
+        out = os.path.join(self.tmp.name, "out-curve")
+        t = SYNTHETIC_TARGETS[0]
+        quiet(run.main, ["learning-curve", "--quick", "--no-progress", "--data", self.data,
+                         "--out", out, "--targets", t, "--set", 'cdmpp.features="ansor"',
+                         "--set", "learning_curve.fractions=[0.25, 0.5, 1]",
+                         "--noise-stat", "std", "--noise-max-cv", "0.01"])
+        res = json.load(open(os.path.join(out, "result.json")))
+        runs = {(r["model"], r["curve_fraction"], r["curve_seed"]): r for r in res["rows"]}
+        self.assertEqual(set(runs), {(m, f, s) for m in ("cdmpp-compact", "xgboost-log")
+                                     for f, s in ((0.25, 0), (0.25, 1), (0.5, 0), (0.5, 1), (1.0, None))})
+        ds = self.load([t], noise_stat="std")
+        split = S.cross_model_split(ds, ["resnet_50", "bert_tiny"])
+        full = runs[("cdmpp-compact", 1.0, None)]
+        self.assertEqual(full["train_records"], len(split.train))
+        self.assertEqual(res["learning_curve"]["full_train_records"], len(split.train))
+        for (model, f, seed), r in runs.items():
+            self.assertEqual(r["metrics"]["records"], len(split.test))
+            self.assertEqual(r["train_records"], len(S.subsample_groups(ds, split.train, f, seed or 0)))
+        self.assertLess(runs[("cdmpp-compact", 0.25, 0)]["train_records"],
+                        runs[("cdmpp-compact", 0.5, 0)]["train_records"])
+        self.assertTrue(os.path.exists(os.path.join(out, "report", res["learning_curve"]["plot"])))
+        md = open(os.path.join(out, "report", "accuracy.md")).read()
+        self.assertIn("## learning-curve", md)
+        self.assertRegex(md, r"\| cdmpp-compact \| 0.25 \| [\d,]+ \(\d+\) \| 2 \| [\d.]+% ± [\d.]+ \|")
+        self.assertRegex(md, r"Fits: cdmpp-compact: MAPE ≈ [\d.e+-]+ · N\^−-?[\d.]+, ")
+        with self.assertRaisesRegex(SystemExit, "learning-curve: takes one target"):
+            quiet(run.main, ["learning-curve", "--quick", "--data", self.data, "--out", out,
+                             "--targets", *SYNTHETIC_TARGETS[:2]])
+        with self.assertRaisesRegex(SystemExit, r"learning-curve: fractions must be >= 2 values"):
+            quiet(run.main, ["learning-curve", "--quick", "--data", self.data, "--out", out,
+                             "--targets", t, "--set", "learning_curve.fractions=[0.5, 2]"])
 
     def test_evaluate_runs_converted_models_through_the_engine(self):
         binary = D.find_tempo_binary()
