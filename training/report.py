@@ -140,7 +140,9 @@ def _mean_sd(values: List[float], pct: bool = False) -> str:
         return "–"
     k = 100 if pct else 1
     mean = f"{k * v.mean():.1f}%" if pct else f"{v.mean():.3f}"
-    return mean + (f" ± {k * v.std(ddof=1):.1f}" if pct else f" ± {v.std(ddof=1):.3f}") * (len(v) > 1)
+    if len(v) < 2:
+        return mean
+    return mean + (f" ± {k * v.std(ddof=1):.1f}" if pct else f" ± {v.std(ddof=1):.3f}")
 
 
 def selection_table(result: dict) -> List[str]:

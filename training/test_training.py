@@ -805,6 +805,7 @@ class EndToEnd(_SyntheticData, unittest.TestCase):
         quiet(run.main, ["learning-curve", "--quick", "--no-progress", "--data", self.data,
                          "--out", out, "--targets", t, "--set", 'cdmpp.features="ansor"',
                          "--set", "learning_curve.fractions=[0.25, 0.5, 1]",
+                         "--set", "learning_curve.seeds=[0, 1]",
                          "--noise-stat", "std", "--noise-max-cv", "0.01"])
         res = json.load(open(os.path.join(out, "result.json")))
         runs = {(r["model"], r["curve_fraction"], r["curve_seed"]): r for r in res["rows"]}
