@@ -549,6 +549,18 @@ def exp_cross_device(cfg: dict, args) -> dict:
                                "test": measured_span(ds, split.test)})
 
 
+def named_split(cfg: dict, ds: Dataset, name: str, seed: int, test_fraction: float,
+                experiment: str) -> Tuple[S.Split, float]:
+    """A random or cross-model split of ds by name, with the CMD weight of that split's own
+    experiment (0 for random)."""
+    if name == "cross-model":
+        return (S.cross_model_split(ds, cfg["cross_model"]["holdout_networks"], seed,
+                                    cfg["val_fraction"]), cfg["cross_model"]["cmd_weight"])
+    if name == "random":
+        return S.random_split(ds, seed, test_fraction, cfg["val_fraction"]), 0.0
+    raise SystemExit(f"{experiment}: split must be random or cross-model, got {name!r}")
+
+
 def exp_same_programs(cfg: dict, args) -> dict:
     """Two targets that timed the same programs (e.g. one compile mode against another):
     one split of the programs both hold, per seed, used for both targets, and a model of each
@@ -572,16 +584,10 @@ def exp_same_programs(cfg: dict, args) -> dict:
     first = ds.subset(aligned[0])  # the split is drawn over one target's records
     synthetic = is_synthetic(cfg, targets)
     seeds = [args.seed] if args.seed is not None else list(pc["seeds"])
-    cmd_weight = cfg["cross_model"]["cmd_weight"] if pc["split"] == "cross-model" else 0.0
     split_files = []
     for seed in seeds:
-        if pc["split"] == "cross-model":
-            split = S.cross_model_split(first, cfg["cross_model"]["holdout_networks"], seed,
-                                        cfg["val_fraction"])
-        elif pc["split"] == "random":
-            split = S.random_split(first, seed, pc["test_fraction"], cfg["val_fraction"])
-        else:
-            raise SystemExit(f"same-programs: split must be random or cross-model, got {pc['split']!r}")
+        split, cmd_weight = named_split(cfg, first, pc["split"], seed, pc["test_fraction"],
+                                        "same-programs")
         split_files.append(S.write_split(split, first, rn.splits_dir,
                                          tag=f"same-programs.seed{seed}.{targets[0]}"))
         log(f"same-programs seed {seed}: {len(common)} programs, {split.counts()}")
@@ -621,18 +627,12 @@ def exp_learning_curve(cfg: dict, args) -> dict:
         raise SystemExit(f"learning-curve: takes one target, got {targets}")
     target = targets[0]
     fractions = sorted(set(float(f) for f in lc["fractions"]))
-    if not fractions or not all(0 < f <= 1 for f in fractions) or len(fractions) < 2:
+    if len(fractions) < 2 or not all(0 < f <= 1 for f in fractions):
         raise SystemExit(f"learning-curve: fractions must be >= 2 values in (0, 1], got {lc['fractions']}")
     ds = load_dataset(cfg, [target], rn.out)
-    if lc["split"] == "cross-model":
-        split = S.cross_model_split(ds, cfg["cross_model"]["holdout_networks"], cfg["seed"],
-                                    cfg["val_fraction"])
-        cmd_weight, test_set = cfg["cross_model"]["cmd_weight"], f"{target}, held-out tasks"
-    elif lc["split"] == "random":
-        split = S.random_split(ds, cfg["seed"], cfg["random"]["test_fraction"], cfg["val_fraction"])
-        cmd_weight, test_set = 0.0, target
-    else:
-        raise SystemExit(f"learning-curve: split must be cross-model or random, got {lc['split']!r}")
+    split, cmd_weight = named_split(cfg, ds, lc["split"], cfg["seed"],
+                                    cfg["random"]["test_fraction"], "learning-curve")
+    test_set = f"{target}, held-out tasks" if lc["split"] == "cross-model" else target
     if not len(split.test) or not len(split.train):
         raise SystemExit(f"learning-curve: {target}: empty train or test set ({split.counts()})")
     sf = S.write_split(split, ds, rn.splits_dir, tag=target)  # the split's own file, unchanged
